@@ -1,0 +1,31 @@
+"""Readers and writers of foreign formats: Kernel Tuner cache files and T1 specs.
+
+The T1 reader is imported on first use, so that this package imports without it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from search_space.formats.errors import FormatError
+from search_space.formats.kernel_tuner import Record, RecordedSpace, load_cache, write_cache
+
+__all__ = [
+    "FormatError",
+    "Record",
+    "RecordedSpace",
+    "T1Spec",
+    "load_cache",
+    "load_t1",
+    "write_cache",
+]
+
+_LAZY = {"load_t1": "search_space.formats.t1", "T1Spec": "search_space.formats.t1"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from importlib import import_module
+
+        return getattr(import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

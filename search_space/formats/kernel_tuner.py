@@ -1,0 +1,431 @@
+"""Kernel Tuner cache files: import as a :class:`RecordedSpace`, export from trial records.
+
+A cache file is a JSON header (device, kernel, problem size, tunable parameters, objective)
+plus ``cache``: a map from the comma-joined parameter values (in ``tune_params_keys``
+order) to one measurement each, whose ``time`` is either milliseconds or a failure string.
+Kernel Tuner appends records while it tunes and closes the JSON only at the end, so a plain
+file that stops after a record is repaired the way Kernel Tuner's own ``read_cache`` does.
+Every problem with a file is a one-line :class:`FormatError` naming it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import hashlib
+import json
+import math
+import os
+import tempfile
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import cached_property
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Protocol
+
+from search_space.formats.errors import FormatError
+from search_space.parameters import Config, Parameter, ParameterError, Value
+from search_space.space import SearchSpace
+from search_space.workload import Workload
+
+__all__ = [
+    "FAILURE_BY_STATUS",
+    "STATUS_BY_FAILURE",
+    "Record",
+    "RecordLike",
+    "RecordedSpace",
+    "load_cache",
+    "write_cache",
+]
+
+STATUS_BY_FAILURE = {
+    "InvalidConfig": "invalid",
+    "CompilationFailedConfig": "compile_error",
+    "RuntimeFailedConfig": "runtime_error",
+}
+# Kernel Tuner has no timeout or wrong-result failure: both are failures at run time.
+FAILURE_BY_STATUS = {
+    "invalid": "InvalidConfig",
+    "compile_error": "CompilationFailedConfig",
+    "runtime_error": "RuntimeFailedConfig",
+    "timeout": "RuntimeFailedConfig",
+    "wrong_result": "RuntimeFailedConfig",
+}
+
+_HEADER = ("device_name", "kernel_name", "problem_size", "tune_params_keys", "tune_params", "cache")
+_GZIP_MAGIC = b"\x1f\x8b"
+_MISSING: Any = object()
+_NUMBER_TYPES = {int, float}
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One recorded measurement; ``key`` is Kernel Tuner's cache key of ``config``."""
+
+    config: Config
+    key: str
+    status: str  # "ok" | "invalid" | "compile_error" | "runtime_error"
+    time_ms: float | None
+    times_ms: tuple[float, ...]
+    compile_ms: float
+    bench_ms: float
+    framework_ms: float
+
+
+@dataclass(frozen=True, eq=False)
+class RecordedSpace:
+    """A brute-forced space read from a cache file: its header, records and valid configs."""
+
+    path: Path
+    digest: str  # sha256 hex of the file's bytes, as stored (compressed or not)
+    device_name: str
+    kernel_name: str
+    problem_size: tuple[int, ...]
+    objective: str
+    parameters: tuple[Parameter, ...]
+    records: Mapping[str, Record]
+    space: SearchSpace  # every recorded config except the InvalidConfig ones
+
+    def lookup(self, config: Mapping[str, Any]) -> Record | None:
+        """The record of ``config``, or ``None`` when it was not recorded."""
+        try:
+            return self.records.get(",".join(str(config[p.name]) for p in self.parameters))
+        except KeyError:
+            return None
+
+    @cached_property
+    def optimum(self) -> Record | None:
+        """The fastest ``ok`` record (``None`` when every config failed)."""
+        ok = [r for r in self.records.values() if r.status == "ok"]
+        return min(ok, key=lambda r: r.time_ms or 0.0) if ok else None
+
+    def workload(self) -> Workload:
+        return Workload(operator=self.kernel_name, shape=self.problem_size)
+
+
+class RecordLike(Protocol):
+    """What :func:`write_cache` reads from a record: a :class:`Record` or a logged trial."""
+
+    @property
+    def config(self) -> Mapping[str, Any]: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def time_ms(self) -> float | None: ...
+    @property
+    def times_ms(self) -> Sequence[float]: ...
+    @property
+    def compile_ms(self) -> float: ...
+    @property
+    def bench_ms(self) -> float: ...
+
+
+# ---------------------------------------------------------------------------- import
+
+
+def _error(path: Path, problem: str) -> FormatError:
+    return FormatError(f"{path}: {problem}".replace("\r", " ").replace("\n", " "))
+
+
+def load_cache(path: str | Path) -> RecordedSpace:
+    """Read a Kernel Tuner cache file (plain or gzip, closed or not)."""
+    path = Path(path)
+    raw, digest = _read_bytes(path)
+    data = _parse_json(path, raw)
+    missing = [f for f in _HEADER if f not in data]
+    if missing:
+        raise _error(path, f"missing header field(s) {', '.join(missing)}")
+    for field in ("device_name", "kernel_name"):
+        if not isinstance(data[field], str):
+            raise _error(path, f"{field} must be a string")
+    parameters = _parameters(path, data["tune_params_keys"], data["tune_params"])
+    records = _records(path, parameters, data["cache"])
+    valid = [r.config for r in records.values() if r.status != "invalid"]
+    if not valid:
+        raise _error(path, "every record is InvalidConfig: the space is empty")
+    name = f"{data['kernel_name']}@{data['device_name']}"
+    try:
+        space = SearchSpace.from_configs(parameters, valid, name=name)
+    except ValueError as exc:
+        raise _error(path, f"cannot build the search space: {exc}") from None
+    return RecordedSpace(
+        path=path,
+        digest=digest,
+        device_name=data["device_name"],
+        kernel_name=data["kernel_name"],
+        problem_size=_problem_size(path, data["problem_size"]),
+        objective=_objective(path, data.get("objective", "time")),
+        parameters=parameters,
+        records=MappingProxyType(records),
+        space=space,
+    )
+
+
+def _read_bytes(path: Path) -> tuple[bytes, str]:
+    """The decompressed bytes and the digest of the stored ones."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise _error(path, "no such file") from None
+    except OSError as exc:
+        raise _error(path, f"cannot read the file ({exc.strerror or exc})") from None
+    digest = hashlib.sha256(raw).hexdigest()
+    if raw[:2] == _GZIP_MAGIC:  # by content: a .json may be gzipped and a .gz may not
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise _error(path, f"truncated or corrupt gzip data ({exc})") from None
+    return raw, digest
+
+
+def _parse_json(path: Path, raw: bytes) -> dict[str, Any]:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _error(path, "not UTF-8 text, so not a JSON cache file") from None
+    if not text.strip():
+        raise _error(path, "the file is empty")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        try:
+            data = json.loads(_close_open_cache(text))
+        except json.JSONDecodeError:
+            raise _error(
+                path, f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+            ) from None
+    if not isinstance(data, dict):
+        raise _error(path, "not a Kernel Tuner cache: the top level is not a JSON object")
+    return data
+
+
+def _close_open_cache(text: str) -> str:
+    """Close a cache Kernel Tuner left open for appending (as ``correct_open_cache`` does)."""
+    text = text.rstrip()
+    return text.removesuffix(",") + "}\n}"
+
+
+def _problem_size(path: Path, size: Any) -> tuple[int, ...]:
+    dims = size if isinstance(size, list) else [size]
+    if not dims or any(type(d) is not int or d <= 0 for d in dims):
+        raise _error(path, f"problem_size {size!r} is not a positive int or a list of them")
+    return tuple(dims)
+
+
+def _objective(path: Path, objective: Any) -> str:
+    # Kernel Tuner 1.5 writes the objective as a one-element list; older files as a string.
+    if isinstance(objective, list) and objective and isinstance(objective[0], str):
+        return objective[0]
+    if not isinstance(objective, str):
+        raise _error(path, f"objective {objective!r} is not a string")
+    return objective
+
+
+def _parameters(path: Path, keys: Any, tune_params: Any) -> tuple[Parameter, ...]:
+    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+        raise _error(path, "tune_params_keys must be a list of names")
+    if not isinstance(tune_params, dict):
+        raise _error(path, "tune_params must be an object of value lists")
+    if len(set(keys)) != len(keys) or set(keys) != set(tune_params):
+        raise _error(path, f"tune_params_keys {keys} do not match tune_params {list(tune_params)}")
+    try:
+        return tuple(Parameter.of(k, tune_params[k]) for k in keys)
+    except (ParameterError, TypeError) as exc:
+        raise _error(path, f"bad tune_params: {exc}") from None
+
+
+def _value_tables(parameters: Sequence[Parameter]) -> list[dict[Value, Value]]:
+    return [{v: v for v in p.values} for p in parameters]
+
+
+def _canonical(table: Mapping[Value, Value], value: Any) -> Any:
+    """The parameter's own value equal to ``value`` and of its type, else ``_MISSING``.
+
+    ``True == 1 == 1.0`` in Python; only an int may stand for a float, since the key
+    Kernel Tuner builds with ``str`` differs for the others.
+    """
+    try:
+        found = table.get(value, _MISSING)
+    except TypeError:  # unhashable: a list or an object
+        return _MISSING
+    if found is _MISSING or type(found) is type(value):
+        return found
+    return found if type(found) is float and type(value) is int else _MISSING
+
+
+def _records(path: Path, parameters: Sequence[Parameter], cache: Any) -> dict[str, Record]:
+    if not isinstance(cache, dict):
+        raise _error(path, "cache must be an object of records")
+    if not cache:
+        raise _error(path, "the cache has no records")
+    names = [p.name for p in parameters]
+    tables = _value_tables(parameters)
+    records: dict[str, Record] = {}
+    for key, entry in cache.items():
+        if not isinstance(entry, dict):
+            raise _error(path, f"record {key!r} is not an object")
+        try:
+            raw = [entry[n] for n in names]
+        except KeyError as exc:
+            raise _error(path, f"record {key!r} lacks parameter {exc.args[0]!r}") from None
+        if ",".join(map(str, raw)) != key:
+            raise _error(path, f"record key {key!r} does not match its parameter values {raw}")
+        values = [_canonical(t, v) for t, v in zip(tables, raw)]
+        for name, value, canon in zip(names, raw, values):
+            if canon is _MISSING:
+                raise _error(
+                    path, f"record {key!r}: {name}={value!r} is not among the values of {name}"
+                )
+        config = dict(zip(names, values))
+        canon_key = ",".join(map(str, values))
+        if canon_key in records:
+            raise _error(path, f"record {key!r} repeats the config of {records[canon_key].key!r}")
+        status, time_ms = _status_and_time(path, key, entry)
+        records[canon_key] = Record(
+            config=config,
+            key=canon_key,
+            status=status,
+            time_ms=time_ms,
+            times_ms=_times(path, key, entry.get("times", [])),
+            compile_ms=_millis(path, key, entry, "compile_time"),
+            bench_ms=_millis(path, key, entry, "benchmark_time"),
+            framework_ms=_millis(path, key, entry, "framework_time"),
+        )
+    return records
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _status_and_time(path: Path, key: str, entry: dict[str, Any]) -> tuple[str, float | None]:
+    time = entry.get("time", _MISSING)
+    if isinstance(time, str) and time in STATUS_BY_FAILURE:
+        return STATUS_BY_FAILURE[time], None
+    if time is _MISSING:
+        raise _error(path, f"record {key!r} has no time")
+    if not _is_number(time):
+        raise _error(path, f"record {key!r}: time {time!r} is neither a number nor a known failure")
+    if not (0 <= time < math.inf):  # also false for NaN
+        raise _error(path, f"record {key!r}: time {time!r} is not a finite non-negative number")
+    return "ok", float(time)
+
+
+def _times(path: Path, key: str, times: Any) -> tuple[float, ...]:
+    # set(map(type, ...)) runs at C speed: this is the hot loop of loading a large file.
+    if not isinstance(times, list) or not set(map(type, times)) <= _NUMBER_TYPES:
+        raise _error(path, f"record {key!r}: times must be a list of numbers")
+    out = tuple(map(float, times))
+    if out and not (math.isfinite(math.fsum(out)) and min(out) >= 0):
+        raise _error(path, f"record {key!r}: times must be finite and non-negative")
+    return out
+
+
+def _millis(path: Path, key: str, entry: dict[str, Any], field: str) -> float:
+    value = entry.get(field, 0.0)
+    if not _is_number(value) or not (0 <= value < math.inf):
+        raise _error(path, f"record {key!r}: {field} {value!r} is not a finite non-negative number")
+    return float(value)
+
+
+# ---------------------------------------------------------------------------- export
+
+
+def write_cache(
+    path: str | Path,
+    *,
+    device_name: str,
+    kernel_name: str,
+    problem_size: Sequence[int] | int,
+    parameters: Sequence[Parameter],
+    records: Iterable[RecordLike],
+    objective: str = "time",
+) -> None:
+    """Write a cache file Kernel Tuner 1.5 can load (gzip when ``path`` ends in ``.gz``).
+
+    The layout is Kernel Tuner's own: the header, then one record per line. When a config
+    comes twice, the first record wins, as in Kernel Tuner's ``store_cache``. The file is
+    replaced atomically, so a crash never leaves half of it. Kernel Tuner reads only plain
+    ``.json`` files; the gzip form is for archives and :func:`load_cache`.
+    """
+    path = Path(path)
+    names = [p.name for p in parameters]
+    tables = _value_tables(parameters)
+    now = str(datetime.now(UTC))
+    entries: dict[str, dict[str, Any]] = {}
+    for record in records:
+        values = [_export_value(record.config, p.name, t) for p, t in zip(parameters, tables)]
+        key = ",".join(map(str, values))
+        if key not in entries:
+            entries[key] = _entry(dict(zip(names, values)), record, now)
+    header = {
+        "device_name": device_name,
+        "kernel_name": kernel_name,
+        "problem_size": problem_size
+        if isinstance(problem_size, int)
+        else [int(d) for d in problem_size],
+        "tune_params_keys": names,
+        "tune_params": {p.name: list(p.values) for p in parameters},
+        "objective": objective,
+        "cache": {},
+    }
+    text = json.dumps(header, indent="")[:-3]  # up to and including '"cache": {'
+    text += ",".join("\n" + json.dumps({k: e}, allow_nan=False)[1:-1] for k, e in entries.items())
+    data = (text + "}\n}").encode()
+    _replace_atomically(path, gzip.compress(data, mtime=0) if path.name.endswith(".gz") else data)
+
+
+def _export_value(config: Mapping[str, Any], name: str, table: Mapping[Value, Value]) -> Any:
+    if name not in config:
+        raise ValueError(f"config {dict(config)} lacks parameter {name!r}")
+    value = config[name]
+    canon = _canonical(table, value.item() if hasattr(value, "item") else value)  # numpy scalars
+    if canon is _MISSING:
+        raise ValueError(
+            f"config {dict(config)}: {name}={value!r} is not among the values of {name}"
+        )
+    return canon
+
+
+def _entry(config: dict[str, Any], record: RecordLike, timestamp: str) -> dict[str, Any]:
+    entry: dict[str, Any] = dict(config)
+    times = [float(t) for t in record.times_ms]
+    if record.status == "ok":
+        if record.time_ms is None or not (0 <= record.time_ms < math.inf):
+            raise ValueError(f"ok record of {config} has time {record.time_ms!r}")
+        entry["time"] = float(record.time_ms)
+        entry["times"] = times
+    elif record.status in FAILURE_BY_STATUS:
+        entry["time"] = FAILURE_BY_STATUS[record.status]
+        if times:
+            entry["times"] = times
+    else:
+        raise ValueError(f"record of {config} has unknown status {record.status!r}")
+    stamp = getattr(record, "timestamp", None)
+    entry.update(
+        compile_time=float(record.compile_ms),
+        verification_time=0,
+        benchmark_time=float(record.bench_ms),
+        strategy_time=0,
+        framework_time=float(getattr(record, "framework_ms", 0.0) or 0.0),
+        timestamp=str(stamp) if stamp else timestamp,
+    )
+    return entry
+
+
+def _replace_atomically(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
