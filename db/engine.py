@@ -1,0 +1,188 @@
+"""Where the tuning log lives, and the engine that talks to it.
+
+URLs resolve as: the explicit argument, else ``$KTUNE_DATABASE_URL``, else a SQLite file
+``ktune.db`` in the user's data directory. SQLite and PostgreSQL (driver psycopg 3) are
+supported; every failure to reach the database is a :class:`DatabaseError` with a one-line
+message that names the URL with its password masked.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import (
+    ArgumentError,
+    DBAPIError,
+    IntegrityError,
+    InterfaceError,
+    NoSuchModuleError,
+    OperationalError,
+)
+from sqlalchemy.pool import StaticPool
+
+__all__ = [
+    "ENV_VAR",
+    "ConstraintError",
+    "DatabaseError",
+    "default_url",
+    "make_engine",
+    "mask_url",
+    "resolve_url",
+    "translate_errors",
+]
+
+ENV_VAR = "KTUNE_DATABASE_URL"
+SQLITE_BUSY_TIMEOUT_S = 30
+CONNECT_TIMEOUT_S = 5
+_BACKENDS = ("sqlite", "postgresql")
+
+
+class DatabaseError(RuntimeError):
+    """The tuning log cannot be reached or used: bad URL, unreachable server, schema too new.
+
+    ``ConstraintError`` (a subclass) means a write broke a rule of the schema and was
+    rolled back entirely.
+    """
+
+
+class ConstraintError(DatabaseError):
+    """A write broke a constraint (e.g. a job measuring one config twice); nothing was written."""
+
+
+def default_url() -> str:
+    """The embedded default: ``ktune.db`` in the user's data directory (created if needed)."""
+    data_dir = Path(platformdirs.user_data_dir("ktune"))
+    data_dir.mkdir(parents=True, exist_ok=True)
+    return URL.create("sqlite", database=str(data_dir / "ktune.db")).render_as_string()
+
+
+def _parse(url: str) -> URL:
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError) as exc:
+        raise DatabaseError(
+            f"not a database URL: {_mask_raw(url)!r} (expected e.g. sqlite:///path/to/ktune.db "
+            f"or postgresql://user@host/dbname)"
+        ) from exc
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    if parsed.get_backend_name() not in _BACKENDS:
+        raise DatabaseError(
+            f"unsupported database {mask_url(parsed)}: ktune supports sqlite:// and postgresql://"
+        )
+    return parsed
+
+
+def resolve_url(url: str | None = None) -> str:
+    """The URL to use: ``url``, else ``$KTUNE_DATABASE_URL``, else :func:`default_url`.
+
+    ``postgresql://`` is rewritten to ``postgresql+psycopg://``. The result keeps its
+    password; show users :func:`mask_url` of it.
+    """
+    raw = url or os.environ.get(ENV_VAR) or default_url()
+    return _parse(raw).render_as_string(hide_password=False)
+
+
+def mask_url(url: str | URL) -> str:
+    """``url`` with any password replaced by ``***``."""
+    if isinstance(url, URL):
+        return url.render_as_string(hide_password=True)
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except (ArgumentError, ValueError):
+        return _mask_raw(url)
+
+
+def _mask_raw(text: str) -> str:
+    """Best-effort masking of ``user:password@`` in a string that does not parse as a URL."""
+    return re.sub(r":[^:@/]*@", ":***@", text)
+
+
+def _set_sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_S * 1000}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        # WAL lets readers go on while one process writes; NORMAL sync is safe under WAL.
+        _enable_wal(cursor)
+        cursor.execute("PRAGMA synchronous=NORMAL")
+    finally:
+        cursor.close()
+
+
+def _enable_wal(cursor: Any) -> None:
+    """Switch the file to WAL (it stays so). The switch can report "locked" without waiting
+    when other connections open a fresh file at the same moment, so it is retried."""
+    if cursor.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal":
+        return
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_S
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")  # in-memory databases stay "memory"
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for a resolved URL; connects lazily."""
+    parsed = _parse(url)
+    try:
+        if parsed.get_backend_name() == "sqlite":
+            if parsed.database in (None, "", ":memory:"):
+                # One shared in-memory database (handy in tests), not one per thread.
+                engine = create_engine(
+                    parsed, connect_args={"check_same_thread": False}, poolclass=StaticPool
+                )
+            else:
+                # A log in a folder that does not exist yet: make the folder, as for the default.
+                try:
+                    Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise DatabaseError(f"cannot use {mask_url(parsed)}: {exc.strerror or exc}") from exc
+                engine = create_engine(parsed, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
+            event.listen(engine, "connect", _set_sqlite_pragmas)
+            return engine
+        connect_args: dict[str, Any] = {}
+        if "connect_timeout" not in parsed.query:
+            connect_args["connect_timeout"] = CONNECT_TIMEOUT_S
+        return create_engine(parsed, connect_args=connect_args, pool_pre_ping=True)
+    except (ArgumentError, NoSuchModuleError, ImportError) as exc:
+        raise DatabaseError(f"cannot use {mask_url(parsed)}: {_one_line(exc)}") from exc
+
+
+def _one_line(exc: BaseException) -> str:
+    """The first informative line of a driver error, without SQLAlchemy's trailers."""
+    if isinstance(exc, DBAPIError) and exc.orig is not None:
+        exc = exc.orig
+    text = str(exc).strip().removeprefix("connection failed: ")  # psycopg's generic prefix
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+@contextmanager
+def translate_errors(url: str, action: str = "use") -> Iterator[None]:
+    """Turn driver errors into :class:`DatabaseError` (one line, password masked).
+
+    Constraint violations become :class:`ConstraintError`; connection and server trouble
+    becomes :class:`DatabaseError`. Anything else (a bug in a query) propagates unchanged.
+    """
+    try:
+        yield
+    except IntegrityError as exc:
+        raise ConstraintError(f"rejected by {mask_url(url)}: {_one_line(exc)}") from exc
+    except (OperationalError, InterfaceError) as exc:
+        verb = "connect to" if exc.connection_invalidated or action == "connect" else action
+        raise DatabaseError(f"cannot {verb} {mask_url(url)}: {_one_line(exc)}") from exc

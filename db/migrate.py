@@ -1,0 +1,88 @@
+"""Schema migrations: the Alembic scripts shipped in ``db/migrations``, run from code.
+
+An old tuning log upgrades itself when it is opened (:meth:`TuningLog.open` calls
+:func:`ensure_schema`); ``ktune db upgrade`` calls :func:`upgrade`. Opening an up-to-date
+log costs one small query. Concurrent first opens are serialised by a lock (an advisory
+lock on PostgreSQL, a write transaction on SQLite), so only one of them migrates.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, Engine, text
+
+from db.engine import DatabaseError, make_engine, mask_url, resolve_url, translate_errors
+
+__all__ = ["alembic_config", "current_revision", "ensure_schema", "head_revision", "upgrade"]
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+_PG_LOCK_KEY = 0x6B74756E65  # "ktune": one advisory lock for all ktune migrations
+
+
+def alembic_config(connection: Connection | None = None) -> Config:
+    """An Alembic config for the shipped scripts; no alembic.ini, no dependence on the cwd."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    if connection is not None:
+        config.attributes["connection"] = connection
+    return config
+
+
+@cache
+def head_revision() -> str:
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None, "no migration scripts shipped"
+    return head
+
+
+def current_revision(connection: Connection) -> str | None:
+    """The revision the database is at (None when it has no schema yet)."""
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+def _check_known(revision: str | None, url: str) -> None:
+    known = {
+        script.revision for script in ScriptDirectory.from_config(alembic_config()).walk_revisions()
+    }
+    if revision is not None and revision not in known:
+        raise DatabaseError(
+            f"the schema of {mask_url(url)} is at revision {revision}, which this ktune does "
+            f"not know: it was written by a newer ktune; upgrade ktune"
+        )
+
+
+def ensure_schema(engine: Engine, url: str) -> None:
+    """Bring the database to the newest schema, migrating only if it is behind."""
+    with translate_errors(url, "connect"), engine.connect() as conn:
+        if current_revision(conn) == head_revision():
+            return
+    with translate_errors(url, "migrate"), engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_LOCK_KEY})
+        elif conn.dialect.name == "sqlite":
+            conn.exec_driver_sql("BEGIN IMMEDIATE")  # take the write lock before looking
+        revision = current_revision(conn)
+        if revision == head_revision():
+            return  # another process migrated while we waited
+        _check_known(revision, url)
+        command.upgrade(alembic_config(conn), "head")
+
+
+def upgrade(url: str | None = None) -> str:
+    """Upgrade the log at ``url`` (resolved as usual) to the newest schema.
+
+    Returns the URL of the log, password masked, for messages such as ``ktune db upgrade``'s.
+    """
+    resolved = resolve_url(url)
+    engine = make_engine(resolved)
+    try:
+        ensure_schema(engine, resolved)
+    finally:
+        engine.dispose()
+    return mask_url(resolved)

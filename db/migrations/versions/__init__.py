@@ -1,0 +1,1 @@
+"""Alembic revisions of the tuning-log schema."""

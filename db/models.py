@@ -1,0 +1,186 @@
+"""SQLAlchemy models of the tuning log.
+
+The schema is created and upgraded by the Alembic migrations in ``db/migrations``; these
+models are its single description, and a test checks that the two agree. Only
+``db/repository.py`` queries them; everything else sees the records of ``db/records.py``.
+
+Tables: ``device`` and ``workload`` (what is tuned where), ``job`` (one tuning run),
+``trial`` (one measured configuration, with or without a job) and ``best_config``
+(the best ``ok`` trial per workload and device, kept current as trials land).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+from sqlalchemy import (
+    JSON,
+    CheckConstraint,
+    DateTime,
+    Dialect,
+    Double,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
+
+from db.records import JOB_STATES, TRIAL_STATUSES
+
+__all__ = ["Base", "BestConfig", "Device", "Job", "Trial", "UTCDateTime", "Workload", "utcnow"]
+
+# Stable constraint names, identical on SQLite and PostgreSQL, so that later migrations
+# can refer to them by name.
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timestamp that is always timezone-aware UTC in Python.
+
+    PostgreSQL stores ``timestamptz``; SQLite has no time zones, so values are stored as
+    naive UTC and given their zone back when read.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value!r}: the tuning log stores aware UTC times")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+def _in(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    # none_as_null: a Python None is SQL NULL (testable with IS NULL), never JSON 'null'.
+    type_annotation_map: ClassVar[dict[Any, Any]] = {
+        datetime: UTCDateTime(),
+        dict[str, Any]: JSON(none_as_null=True),
+        float: Double(),
+    }
+
+
+class Device(Base):
+    __tablename__ = "device"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(unique=True)
+    vendor: Mapped[str] = mapped_column(default="")
+    architecture: Mapped[str] = mapped_column(default="")
+    spec: Mapped[dict[str, Any] | None]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Workload(Base):
+    __tablename__ = "workload"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    key: Mapped[str] = mapped_column(unique=True)
+    operator: Mapped[str]
+    shape: Mapped[list[int]] = mapped_column(JSON)
+    dtype: Mapped[str] = mapped_column(default="")
+    layout: Mapped[str] = mapped_column(default="")
+    space: Mapped[dict[str, Any] | None]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Job(Base):
+    __tablename__ = "job"
+    __table_args__ = (CheckConstraint(_in("state", JOB_STATES), name="state"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    workload_id: Mapped[int] = mapped_column(ForeignKey("workload.id"), index=True)
+    device_id: Mapped[int] = mapped_column(ForeignKey("device.id"))
+    backend: Mapped[str]
+    strategy: Mapped[str]
+    seed: Mapped[int | None]
+    batch_size: Mapped[int]
+    budget_trials: Mapped[int | None]
+    budget_seconds: Mapped[float | None]
+    target_ms: Mapped[float | None]
+    options: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    state: Mapped[str] = mapped_column(index=True)
+    n_trials: Mapped[int] = mapped_column(default=0)
+    # job -> trial -> job is a cycle: this side is added after both tables exist.
+    best_trial_id: Mapped[int | None] = mapped_column(
+        ForeignKey("trial.id", use_alter=True, ondelete="SET NULL")
+    )
+    best_time_ms: Mapped[float | None]
+    clock_s: Mapped[float] = mapped_column(default=0.0)
+    error: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[datetime | None]
+    finished_at: Mapped[datetime | None]
+    heartbeat_at: Mapped[datetime | None]
+
+
+class Trial(Base):
+    __tablename__ = "trial"
+    __table_args__ = (
+        CheckConstraint(_in("status", TRIAL_STATUSES), name="status"),
+        # A job never measures the same config twice nor writes a batch twice. Imported
+        # trials have no job; NULLs are distinct, so they are not constrained here.
+        UniqueConstraint("job_id", "config_key"),
+        UniqueConstraint("job_id", "seq"),  # its index also serves job_trials()
+        Index(None, "workload_id", "device_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    job_id: Mapped[int | None] = mapped_column(ForeignKey("job.id"))
+    workload_id: Mapped[int] = mapped_column(ForeignKey("workload.id"))
+    device_id: Mapped[int] = mapped_column(ForeignKey("device.id"))
+    backend: Mapped[str]
+    seq: Mapped[int | None]
+    config: Mapped[dict[str, Any]]
+    config_key: Mapped[str]
+    status: Mapped[str]
+    time_ms: Mapped[float | None]
+    times: Mapped[list[float]] = mapped_column(JSON, default=list)
+    compile_ms: Mapped[float] = mapped_column(default=0.0)
+    bench_ms: Mapped[float] = mapped_column(default=0.0)
+    error: Mapped[str] = mapped_column(Text, default="")
+    strategy: Mapped[str] = mapped_column(default="")
+    predicted: Mapped[float | None]
+    clock_s: Mapped[float] = mapped_column(default=0.0)
+    toolchain: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class BestConfig(Base):
+    __tablename__ = "best_config"
+
+    workload_id: Mapped[int] = mapped_column(ForeignKey("workload.id"), primary_key=True)
+    device_id: Mapped[int] = mapped_column(ForeignKey("device.id"), primary_key=True)
+    trial_id: Mapped[int] = mapped_column(ForeignKey("trial.id"))
+    time_ms: Mapped[float]
+    config: Mapped[dict[str, Any]]
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -1,0 +1,131 @@
+"""Plain records that cross the boundary of the tuning log.
+
+The repository returns these instead of ORM objects, so no caller holds a session.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+__all__ = [
+    "JOB_STATES",
+    "TRIAL_STATUSES",
+    "BestRecord",
+    "DeviceRecord",
+    "JobRecord",
+    "JobSpec",
+    "TrialIn",
+    "TrialRecord",
+    "WorkloadRecord",
+]
+
+JOB_STATES = ("queued", "running", "done", "failed", "cancelled")
+TRIAL_STATUSES = ("ok", "compile_error", "runtime_error", "wrong_result", "timeout", "invalid")
+
+
+@dataclass(frozen=True)
+class DeviceRecord:
+    id: int
+    name: str
+    vendor: str
+    architecture: str
+    spec: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class WorkloadRecord:
+    id: int
+    key: str
+    operator: str
+    shape: tuple[int, ...]
+    dtype: str
+    layout: str
+    space: dict[str, Any] | None  # parameter definitions of the space, as SearchSpace.to_dict()
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """What a job was asked to do; stored with the job so it can be resumed from the log alone."""
+
+    workload_id: int
+    device_id: int
+    backend: str
+    strategy: str
+    seed: int | None
+    batch_size: int
+    budget_trials: int | None
+    budget_seconds: float | None
+    target_ms: float | None
+    options: dict[str, Any] = field(default_factory=dict)  # e.g. replay file path and digest
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    id: int
+    spec: JobSpec
+    workload_key: str
+    device_name: str
+    state: str
+    n_trials: int
+    best_time_ms: float | None
+    best_trial_id: int | None
+    clock_s: float  # tuning time spent so far (simulated for replay)
+    error: str
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    heartbeat_at: datetime | None = None  # last sign of life of the process running it
+
+
+@dataclass(frozen=True)
+class TrialIn:
+    """A trial to be written. ``seq`` is its 0-based position in the job (None for imports)."""
+
+    config: dict[str, Any]
+    config_key: str
+    status: str
+    time_ms: float | None = None
+    times_ms: tuple[float, ...] = ()
+    compile_ms: float = 0.0
+    bench_ms: float = 0.0
+    error: str = ""
+    strategy: str = ""
+    predicted: float | None = None
+    clock_s: float = 0.0
+    seq: int | None = None
+    toolchain: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    id: int
+    job_id: int | None
+    workload_id: int
+    device_id: int
+    backend: str
+    seq: int | None
+    config: dict[str, Any]
+    config_key: str
+    status: str
+    time_ms: float | None
+    times_ms: tuple[float, ...]
+    compile_ms: float
+    bench_ms: float
+    error: str
+    strategy: str
+    predicted: float | None
+    clock_s: float
+    toolchain: dict[str, Any]
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class BestRecord:
+    workload_key: str
+    device_name: str
+    trial_id: int
+    time_ms: float
+    config: dict[str, Any]
+    updated_at: datetime
