@@ -1,0 +1,98 @@
+"""A job killed at any point (kill -9, Ctrl-C) resumes without repeating a measurement."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from db import TuningLog
+from tuner.cli.app import main
+from tuner.sources import bundled_recordings
+
+CONV = str(bundled_recordings()["convolution_A4000"])
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _start(db_url: str, strategy: str, budget: int) -> subprocess.Popen[str]:
+    # --replay-speed makes the replayed GPU time pass in real time (50x faster), so the job
+    # runs long enough to be killed part-way.
+    cmd = [sys.executable, "-m", "tuner.cli.app", "tune", "--replay", CONV, "--strategy", strategy,
+           "--budget", str(budget), "--seed", "3", "--batch", "2", "--replay-speed", "50", "--db", db_url, "-q"]
+    return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+
+def _wait_for_trials(db_url: str, at_least: int, proc: subprocess.Popen[str], timeout: float = 60.0) -> int:
+    deadline = time.monotonic() + timeout
+    with TuningLog.open(db_url) as tlog:
+        while time.monotonic() < deadline:
+            jobs = tlog.list_jobs()
+            if jobs and jobs[0].n_trials >= at_least:
+                return jobs[0].id
+            if proc.poll() is not None:
+                pytest.fail(f"job ended before it could be stopped: {proc.stderr.read() if proc.stderr else ''}")
+            time.sleep(0.05)
+    pytest.fail("the job did not make progress")
+
+
+def _reference(tmp_path: Path, strategy: str, budget: int) -> list[dict]:
+    out = tmp_path / "reference.json"
+    assert main(["tune", "--replay", CONV, "--strategy", strategy, "--budget", str(budget), "--seed", "3",
+                 "--batch", "2", "--db", f"sqlite:///{tmp_path}/reference.db", "--out", str(out), "-q"]) == 0
+    return [t["config"] for t in json.loads(out.read_text())["trials"]]
+
+
+@pytest.mark.parametrize("strategy", ["random", "optuna"])
+def test_kill_9_mid_job_then_resume_gives_exactly_the_budget(tmp_path: Path, db_url: str, strategy: str) -> None:
+    budget = 120
+    proc = _start(db_url, strategy, budget)
+    job_id = _wait_for_trials(db_url, 30, proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    with TuningLog.open(db_url) as tlog:
+        stopped_at = tlog.get_job(job_id).n_trials
+        assert 30 <= stopped_at < budget
+    out = tmp_path / "resumed.json"
+    assert main(["tune", "--resume", str(job_id), "--db", db_url, "--out", str(out), "-q"]) == 0
+    trials = json.loads(out.read_text())["trials"]
+    configs = [t["config"] for t in trials]
+    assert [t["index"] for t in trials] == list(range(budget))
+    assert len({json.dumps(c, sort_keys=True) for c in configs}) == budget
+    # The resumed job measured exactly what an uninterrupted job with the same seed measures.
+    assert configs == _reference(tmp_path, strategy, budget)
+    with TuningLog.open(db_url) as tlog:
+        assert tlog.get_job(job_id).state == "done"
+
+
+def test_ctrl_c_cancels_with_one_line_and_resumes(tmp_path: Path, db_url: str) -> None:
+    proc = _start(db_url, "random", 100)
+    job_id = _wait_for_trials(db_url, 10, proc)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert lines == [f"error: interrupted: job {job_id} keeps its trials; continue with `ktune tune --resume {job_id}`"]
+    with TuningLog.open(db_url) as tlog:
+        assert tlog.get_job(job_id).state == "cancelled"
+    assert main(["tune", "--resume", str(job_id), "--db", db_url, "-q"]) == 0
+    with TuningLog.open(db_url) as tlog:
+        job = tlog.get_job(job_id)
+        trials = tlog.job_trials(job_id)
+    assert job.state == "done" and job.n_trials == 100
+    assert len({t.config_key for t in trials}) == 100
+
+
+def test_resume_of_a_done_job_changes_nothing(capsys, tmp_path: Path, db_url: str) -> None:
+    assert main(["tune", "--replay", CONV, "--strategy", "random", "--budget", "5", "--db", db_url, "-q"]) == 0
+    with TuningLog.open(db_url) as tlog:
+        job_id = tlog.list_jobs()[0].id
+    capsys.readouterr()
+    assert main(["tune", "--resume", str(job_id), "--db", db_url]) == 0
+    assert "already done (5 trials)" in capsys.readouterr().out

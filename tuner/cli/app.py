@@ -1,0 +1,85 @@
+"""The ``ktune`` command line. Every error is one line on stderr and a non-zero exit."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Sequence
+
+import typer
+
+from db import DatabaseError, upgrade
+from tuner.cli import catalog, log_commands, transfer
+from tuner.cli.common import CliError, DbOption, err, open_log, out
+from tuner.cli.tune import tune
+from tuner.measure.base import BackendError
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="ktune",
+    help="ktune: autotuning of GPU kernel schedules, with a tuning log read at build time.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command()(tune)
+app.command("import")(transfer.import_)
+app.command()(transfer.export)
+app.command()(log_commands.jobs)
+app.command()(log_commands.trials)
+app.command()(log_commands.best)
+app.command()(log_commands.devices)
+app.command()(catalog.strategies)
+app.command()(catalog.spaces)
+
+db_app = typer.Typer(help="Manage the tuning-log database.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+
+
+@db_app.command("upgrade")
+def db_upgrade(db: DbOption = None) -> None:
+    """Apply pending schema migrations."""
+    url = upgrade(db)
+    out.print(f"tuning log at {url} is up to date")
+
+
+@db_app.command("where")
+def db_where(db: DbOption = None) -> None:
+    """Print the tuning log's URL."""
+    with open_log(db) as tlog:
+        out.print(tlog.url)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit code."""
+    try:
+        app(args=list(argv) if argv is not None else None, standalone_mode=False)
+    except CliError as exc:
+        err.print(f"error: {exc}", markup=False)
+        return exc.code
+    except typer.Exit as exc:
+        return exc.exit_code
+    except typer.Abort:
+        err.print("aborted", markup=False)
+        return 130
+    except typer.TyperException as exc:  # usage errors: unknown option, bad value, ...
+        message = exc.format_message()
+        if not message:  # no arguments: the help was printed
+            return 0
+        err.print(f"error: {message}", markup=False)
+        return exc.exit_code
+    except (ValueError, DatabaseError, BackendError) as exc:
+        # Every input error of ours derives from ValueError and carries a one-line message.
+        if os.environ.get("KTUNE_DEBUG"):
+            raise
+        err.print(f"error: {exc}", markup=False)
+        return 1 if isinstance(exc, (DatabaseError, BackendError)) else 2
+    except KeyboardInterrupt:
+        err.print("interrupted", markup=False)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""Commands that list what ktune can tune with: ``strategies`` and ``spaces``."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from search_space.formats import load_cache
+from tuner import strategies as registry
+from tuner.cli.common import DbOption, open_log, out
+from tuner.sources import bundled_recordings
+
+__all__ = ["strategies", "spaces"]
+
+
+def strategies() -> None:
+    """Registered search strategies."""
+    table = Table("strategy", "what it does")
+    for name in registry.names():
+        try:
+            summary = registry.get(name).summary
+        except registry.StrategyError as exc:
+            summary = f"unavailable: {exc}"
+        table.add_row(name, summary)
+    out.print(table)
+
+
+def spaces(db: DbOption = None) -> None:
+    """Bundled recorded spaces, and the workloads in the tuning log."""
+    table = Table("recording (use with --replay)", "kernel", "device", "configs", title="bundled recorded spaces")
+    for name, path in bundled_recordings().items():
+        rec = load_cache(path)
+        table.add_row(name, rec.kernel_name, rec.device_name, str(len(rec.space)))
+    out.print(table)
+    with open_log(db) as tlog:
+        rows = tlog.list_workloads()
+    if not rows:
+        out.print("no workloads in the tuning log yet")
+        return
+    logged = Table("workload", "parameters", title=f"workloads in {tlog.url}")
+    for w in rows:
+        params = (w.space or {}).get("parameters", [])
+        logged.add_row(w.key, ", ".join(f"{p['name']}({len(p['values'])})" for p in params))
+    out.print(logged)

@@ -1,0 +1,97 @@
+"""Shapes of what the CLI writes: the ``--out`` job file, trial rows, tables."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Sequence
+
+from db import JobRecord, TrialRecord
+
+__all__ = ["trial_row", "job_document", "write_json_atomic", "trials_csv", "format_ms", "format_config"]
+
+
+def trial_row(t: TrialRecord) -> dict[str, Any]:
+    """One trial as the public ``--out`` / ``trials --format json`` schema has it."""
+    return {
+        "index": t.seq,
+        "config": t.config,
+        "status": t.status,
+        "time_ms": t.time_ms,
+        "compile_ms": t.compile_ms,
+        "bench_ms": t.bench_ms,
+        "clock_s": t.clock_s,
+    }
+
+
+def job_document(job: JobRecord, trials: Sequence[TrialRecord], optimum_ms: float | None = None) -> dict[str, Any]:
+    """The ``--out`` file: the job, its trials in measurement order, and its best trial."""
+    rows = [trial_row(t) for t in trials]
+    ok = [r for r in rows if r["status"] == "ok" and r["time_ms"] is not None]
+    best: dict[str, Any] | None = None
+    if ok:
+        top = min(ok, key=lambda r: (r["time_ms"], r["index"]))
+        best = {"index": top["index"], "config": top["config"], "time_ms": top["time_ms"]}
+        if optimum_ms:
+            best["optimum_ms"] = optimum_ms
+            best["ratio_to_optimum"] = top["time_ms"] / optimum_ms
+    return {
+        "job": job.id,
+        "device": job.device_name,
+        "workload": job.workload_key,
+        "strategy": job.spec.strategy,
+        "seed": job.spec.seed,
+        "state": job.state,
+        "trials": rows,
+        "best": best,
+    }
+
+
+def write_json_atomic(path: Path, document: Any) -> None:
+    """Write JSON so that a reader never sees half a file."""
+    path = path.expanduser()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(document, fh, indent=1)
+            fh.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def trials_csv(trials: Sequence[TrialRecord]) -> str:
+    names: list[str] = []
+    for t in trials:
+        names.extend(k for k in t.config if k not in names)
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["index", "status", "time_ms", "compile_ms", "bench_ms", "clock_s", *names])
+    for t in trials:
+        writer.writerow(
+            [t.seq, t.status, "" if t.time_ms is None else t.time_ms, t.compile_ms, t.bench_ms, t.clock_s]
+            + [t.config.get(n, "") for n in names]
+        )
+    return buf.getvalue()
+
+
+def format_ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g} ms"
+
+
+def format_config(config: dict[str, Any] | None) -> str:
+    return "-" if not config else " ".join(f"{k}={v}" for k, v in config.items())
+
+
+def format_duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.2f} h"

@@ -1,0 +1,137 @@
+"""``ktune tune``: run a tuning job on a recorded space, or resume one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+from db import TuningLog
+from tuner.budget import Budget
+from tuner.cli.common import CliError, DbOption, err, open_log, out
+from tuner.cli.output import format_config, format_duration, format_ms, job_document, write_json_atomic
+from tuner.jobs import JobRequest, create_job, run_job
+from tuner.loop import Batch, Outcome
+from tuner.sources import ReplaySource
+
+__all__ = ["tune"]
+
+_REASONS = {
+    "budget": "measurement budget reached",
+    "time": "time budget reached",
+    "target": "target time reached",
+    "patience": "no improvement within the patience",
+    "exhausted": "every configuration of the space measured",
+    "stopped": "stopped",
+}
+
+
+def tune(
+    replay: Annotated[Optional[str], typer.Option("--replay", help="Kernel Tuner cache file (or bundled name) to replay.")] = None,
+    resume: Annotated[Optional[int], typer.Option("--resume", help="Resume job JOB where it stopped.")] = None,
+    strategy: Annotated[str, typer.Option("--strategy", "-s", help="Search strategy (see `ktune strategies`).")] = "optuna",
+    budget: Annotated[Optional[int], typer.Option("--budget", "-n", help="Maximum number of measurements.")] = None,
+    time_budget: Annotated[Optional[float], typer.Option("--time-budget", help="Maximum tuning time in seconds (replayed GPU time for recordings).")] = None,
+    target: Annotated[Optional[float], typer.Option("--target", help="Stop once a config runs in this many ms.")] = None,
+    patience: Annotated[Optional[int], typer.Option("--patience", help="Stop after this many measurements without improvement.")] = None,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Random seed: the same seed gives the same sequence.")] = None,
+    batch: Annotated[int, typer.Option("--batch", "-b", help="Configurations measured per batch.")] = 1,
+    spec: Annotated[Optional[Path], typer.Option("--spec", help="T1 spec whose constraints define the space to search.")] = None,
+    constraint: Annotated[Optional[list[str]], typer.Option("--constraint", "-c", help="Extra constraint, e.g. 'block_size_x*block_size_y <= 512' (repeatable).")] = None,
+    replay_speed: Annotated[Optional[float], typer.Option("--replay-speed", help="Spend the recorded GPU time in real time, this many times faster (to watch a job live).")] = None,
+    out_file: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the job and its trials as JSON.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    db: DbOption = None,
+) -> None:
+    """Tune a recorded search space (``--replay``) or resume a stopped job (``--resume``)."""
+    if (replay is None) == (resume is None):
+        raise CliError("give exactly one of --replay FILE or --resume JOB")
+    if resume is not None:
+        tlog = open_log(db)
+        with tlog:
+            job = tlog.get_job(resume)
+            if job is None:
+                raise CliError(f"no job {resume} in the tuning log {tlog.url}")
+            if job.state == "done":
+                out.print(f"job {resume} is already done ({job.n_trials} trials)")
+                _write_out(tlog, resume, out_file, None)
+                return
+            source = ReplaySource.from_options(job.spec.options)
+            _run(tlog, resume, source, job.spec.budget_trials, out_file, quiet)
+        return
+
+    # Validate every input before anything is written.
+    limits = Budget(max_trials=budget, max_seconds=time_budget, target_ms=target, patience=patience)
+    source = ReplaySource.open(replay, spec=spec, constraints=constraint or (), speed=replay_speed)  # type: ignore[arg-type]
+    request = JobRequest(source, strategy, limits, seed=seed, batch_size=batch)
+    tlog = open_log(db)
+    with tlog:
+        job = create_job(tlog, request)
+        _run(tlog, job.id, source, budget, out_file, quiet)
+
+
+def _run(tlog: TuningLog, job_id: int, source: ReplaySource, total: int | None, out_file: Path | None, quiet: bool) -> None:
+    job = tlog.get_job(job_id)
+    assert job is not None
+    optimum = source.recording.optimum
+    header = (
+        f"job {job_id}: {job.spec.strategy} on {job.workload_key} @ {job.device_name} "
+        f"({len(source.space)} configs, replayed from {source.recording.path.name})"
+    )
+    if not quiet:
+        err.print(header)
+    progress = Progress(
+        TextColumn("[bold]tuning[/]"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("best {task.fields[best]}"),
+        TextColumn("clock {task.fields[clock]}"),
+        console=err,
+        disable=quiet,
+        transient=False,
+    )
+    task = progress.add_task("tune", total=total, completed=job.n_trials, best=format_ms(job.best_time_ms), clock=format_duration(job.clock_s))
+
+    def show(batch: Batch) -> None:
+        s = batch.state
+        progress.update(task, completed=s.n_trials, best=format_ms(s.best_ms), clock=format_duration(s.clock_s))
+
+    try:
+        with progress:
+            outcome = run_job(tlog, job_id, source=source, on_batch=[show])
+    except KeyboardInterrupt:
+        _write_out(tlog, job_id, out_file, optimum.time_ms if optimum else None)
+        raise CliError(f"interrupted: job {job_id} keeps its trials; continue with `ktune tune --resume {job_id}`", 130) from None
+    _write_out(tlog, job_id, out_file, optimum.time_ms if optimum else None)
+    _summary(tlog, job_id, outcome, optimum.time_ms if optimum else None, out_file)
+
+
+def _write_out(tlog: TuningLog, job_id: int, out_file: Path | None, optimum_ms: float | None) -> None:
+    if out_file is None:
+        return
+    job = tlog.get_job(job_id)
+    assert job is not None
+    write_json_atomic(out_file, job_document(job, tlog.job_trials(job_id), optimum_ms))
+
+
+def _summary(tlog: TuningLog, job_id: int, outcome: Outcome, optimum_ms: float | None, out_file: Path | None) -> None:
+    job = tlog.get_job(job_id)
+    assert job is not None
+    trials = tlog.job_trials(job_id)
+    ok = [t for t in trials if t.status == "ok" and t.time_ms is not None]
+    out.print(f"job {job_id} {job.state}: {_REASONS.get(outcome.reason, outcome.reason)}")
+    out.print(f"  measurements  {job.n_trials} ({len(ok)} ok), {format_duration(job.clock_s)} of tuning time")
+    if ok:
+        best = min(ok, key=lambda t: (t.time_ms, t.seq))
+        line = f"  best          {format_ms(best.time_ms)} at measurement {best.seq + 1 if best.seq is not None else '?'}"
+        if optimum_ms:
+            line += f", {best.time_ms / optimum_ms:.3f} x the recording's optimum ({format_ms(optimum_ms)})"
+        out.print(line)
+        out.print(f"  config        {format_config(best.config)}")
+    else:
+        out.print("  best          none: no configuration ran successfully")
+    out.print(f"  tuning log    {tlog.url}  (`ktune trials {job_id}`)")
+    if out_file is not None:
+        out.print(f"  trials file   {out_file}")

@@ -1,0 +1,166 @@
+"""Tuning jobs against the tuning log: create one, run it, resume it after any stop.
+
+A job is run only from what the log holds (its spec, options and trials), so ``run_job`` is
+the same code for a new job and for one resumed after Ctrl-C, ``kill -9`` or a server restart.
+"""
+
+from __future__ import annotations
+
+import logging
+import platform
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from db import JobRecord, JobSpec, TrialIn, TuningLog
+from tuner import strategies
+from tuner.budget import Budget
+from tuner.loop import Batch, Outcome, Tuner
+from tuner.resume import restore
+from tuner.sources import ReplaySource
+
+__all__ = ["JobError", "JobRequest", "create_job", "run_job", "budget_of", "toolchain"]
+
+log = logging.getLogger(__name__)
+
+
+class JobError(ValueError):
+    """A job cannot be created or run as asked."""
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    """A validated request for a replay job (see :meth:`ReplaySource.open`)."""
+
+    source: ReplaySource
+    strategy: str
+    budget: Budget
+    seed: int | None = None
+    batch_size: int = 1
+
+    def __post_init__(self) -> None:
+        if self.batch_size <= 0:
+            raise JobError(f"batch size must be > 0, got {self.batch_size}")
+        strategies.get(self.strategy).check_space(self.source.space)
+
+
+def toolchain() -> dict[str, str]:
+    """Versions recorded with every trial, so stale records can be told apart."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        ktune_version = version("ktune")
+    except PackageNotFoundError:
+        ktune_version = "unknown"
+    return {"ktune": ktune_version, "python": platform.python_version()}
+
+
+def budget_of(job: JobRecord) -> Budget:
+    return Budget(
+        max_trials=job.spec.budget_trials,
+        max_seconds=job.spec.budget_seconds,
+        target_ms=job.spec.target_ms,
+        patience=job.spec.options.get("patience"),
+    )
+
+
+def create_job(tlog: TuningLog, request: JobRequest) -> JobRecord:
+    """Record a queued job; nothing is measured yet."""
+    source = request.source
+    device = tlog.get_or_create_device(source.recording.device_name)
+    wl = source.workload
+    workload = tlog.get_or_create_workload(
+        wl.key, wl.operator, wl.shape, wl.dtype, wl.layout, space=source.space.to_dict()
+    )
+    options = source.options()
+    if request.budget.patience is not None:
+        options["patience"] = request.budget.patience
+    spec = JobSpec(
+        workload_id=workload.id,
+        device_id=device.id,
+        backend="replay",
+        strategy=request.strategy,
+        seed=request.seed,
+        batch_size=request.batch_size,
+        budget_trials=request.budget.max_trials,
+        budget_seconds=request.budget.max_seconds,
+        target_ms=request.budget.target_ms,
+        options=options,
+    )
+    return tlog.create_job(spec)
+
+
+def run_job(
+    tlog: TuningLog,
+    job_id: int,
+    *,
+    source: ReplaySource | None = None,
+    on_batch: Sequence[Callable[[Batch], None]] = (),
+    should_stop: Callable[[], bool] | None = None,
+) -> Outcome:
+    """Run (or resume) job ``job_id`` until its budget stops it.
+
+    Ctrl-C marks the job ``cancelled`` and re-raises; any other error marks it ``failed``.
+    Either way its recorded trials stay, and ``run_job`` on it again resumes.
+    """
+    job = tlog.get_job(job_id)
+    if job is None:
+        raise JobError(f"no job {job_id} in the tuning log")
+    if job.state == "done":
+        raise JobError(f"job {job_id} is already done ({job.n_trials} trials)")
+    if job.spec.backend != "replay":
+        raise JobError(f"job {job_id} has backend {job.spec.backend!r}, which this ktune cannot run")
+    source = source or ReplaySource.from_options(job.spec.options)
+    space, spec = source.space, job.spec
+    trials = tlog.job_trials(job_id)
+    strategy, state, exact = restore(
+        space, lambda: strategies.create(spec.strategy, space, seed=spec.seed), trials, spec.batch_size
+    )
+    if trials and not exact:
+        log.warning("job %d: strategy replay diverged; restored from %d trials instead", job_id, len(trials))
+    backend = source.backend()
+    versions = toolchain()
+
+    def write(batch: Batch) -> None:
+        rows = [
+            TrialIn(
+                config=m.config,
+                config_key=space.key(m.config),
+                status=m.status.value,
+                time_ms=m.time_ms,
+                times_ms=m.times_ms,
+                compile_ms=m.compile_ms,
+                bench_ms=m.bench_ms,
+                error=m.error,
+                strategy=spec.strategy,
+                clock_s=clock,
+                seq=batch.first_seq + i,
+                toolchain=versions,
+            )
+            for i, (m, clock) in enumerate(zip(batch.measurements, batch.clocks_s))
+        ]
+        tlog.add_trials(job_id, spec.workload_id, spec.device_id, spec.backend, rows, clock_s=batch.state.clock_s)
+
+    tuner = Tuner(
+        space,
+        strategy,
+        backend,
+        budget=budget_of(job),
+        batch_size=spec.batch_size,
+        sink=write,
+        on_batch=on_batch,
+        should_stop=should_stop,
+        state=state,
+    )
+    tlog.set_job_state(job_id, "running")
+    try:
+        outcome = tuner.run()
+    except KeyboardInterrupt:
+        tlog.set_job_state(job_id, "cancelled", error="interrupted")
+        raise
+    except Exception as exc:
+        tlog.set_job_state(job_id, "failed", error=f"{type(exc).__name__}: {exc}")
+        raise
+    finally:
+        backend.close()
+    tlog.set_job_state(job_id, "cancelled" if outcome.reason == "stopped" else "done", error="")
+    return outcome

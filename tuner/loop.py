@@ -1,0 +1,153 @@
+"""The tuning loop: ask the strategy, measure, record, tell; until a budget says stop.
+
+Side effects after a measurement (writing the tuning log, drawing progress) are callbacks, so
+the loop itself knows nothing of databases or terminals. The sink is called before the strategy
+is told, so a crash can lose at most the batch being measured, never a recorded one.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Protocol, Sequence
+
+from search_space.parameters import Config
+from search_space.space import SearchSpace
+from tuner.budget import Budget
+from tuner.measure.base import Backend, Measurement
+from tuner.strategies.base import Observation, Strategy
+
+__all__ = ["Batch", "Outcome", "PastTrial", "Tuner", "TunerState"]
+
+log = logging.getLogger(__name__)
+
+
+class PastTrial(Protocol):
+    """What the loop needs of a recorded trial (``db.TrialRecord`` fits)."""
+
+    config: dict
+    status: str
+    time_ms: float | None
+    clock_s: float
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One measured batch, as handed to sinks and progress callbacks."""
+
+    first_seq: int
+    measurements: tuple[Measurement, ...]
+    clocks_s: tuple[float, ...]  # the job clock after each measurement
+    state: "TunerState"
+
+
+@dataclass
+class TunerState:
+    """Counters of a job; rebuilt from its trials on resume."""
+
+    n_trials: int = 0
+    clock_s: float = 0.0
+    best_ms: float | None = None
+    best_config: Config | None = None
+    since_best: int = 0
+    tuner_s: float = 0.0  # time spent proposing and learning, not measuring
+    measured: set[int] = field(default_factory=set)
+
+    def add(self, index: int, m: Measurement | PastTrial) -> None:
+        self.n_trials += 1
+        self.measured.add(index)
+        time_ms = m.time_ms
+        if str(m.status) == "ok" and time_ms is not None and (self.best_ms is None or time_ms < self.best_ms):
+            self.best_ms = time_ms
+            self.best_config = dict(m.config)
+            self.since_best = 0
+        else:
+            self.since_best += 1
+
+    def snapshot(self) -> "TunerState":
+        return TunerState(self.n_trials, self.clock_s, self.best_ms, self.best_config, self.since_best, self.tuner_s, set())
+
+
+@dataclass(frozen=True)
+class Outcome:
+    reason: str  # budget | time | target | patience | exhausted | stopped
+    state: TunerState
+
+
+class Tuner:
+    """Runs one job's loop over ``space`` with ``strategy`` measuring on ``backend``."""
+
+    def __init__(
+        self,
+        space: SearchSpace,
+        strategy: Strategy,
+        backend: Backend,
+        *,
+        budget: Budget,
+        batch_size: int = 1,
+        sink: Callable[[Batch], None] | None = None,
+        on_batch: Sequence[Callable[[Batch], None]] = (),
+        should_stop: Callable[[], bool] | None = None,
+        state: TunerState | None = None,
+    ) -> None:
+        if batch_size <= 0:
+            raise ValueError(f"batch size must be > 0, got {batch_size}")
+        self.space = space
+        self.strategy = strategy
+        self.backend = backend
+        self.budget = budget
+        self.batch_size = batch_size
+        self.sink = sink
+        self.on_batch = tuple(on_batch)
+        self.should_stop = should_stop
+        self.state = state or TunerState()
+
+    def run(self) -> Outcome:
+        state = self.state
+        while True:
+            reason = self.budget.stop_reason(
+                n_trials=state.n_trials, clock_s=state.clock_s, best_ms=state.best_ms, since_best=state.since_best
+            )
+            if reason is None and self.should_stop is not None and self.should_stop():
+                reason = "stopped"
+            if reason is not None:
+                return Outcome(reason, state)
+            n = self.budget.batch_size(self.batch_size, state.n_trials)
+            started = time.perf_counter()
+            indices = self._fresh(self.strategy.ask(n))
+            state.tuner_s += time.perf_counter() - started
+            if not indices:
+                return Outcome("exhausted", state)
+            self._measure(indices)
+
+    def _fresh(self, indices: list[int]) -> list[int]:
+        fresh: list[int] = []
+        for i in indices:
+            if i in self.state.measured or i in fresh:
+                log.warning("strategy %s proposed index %d twice; dropped", self.strategy.name, i)
+                continue
+            fresh.append(i)
+        return fresh
+
+    def _measure(self, indices: list[int]) -> None:
+        state = self.state
+        configs = self.space.configs(indices)
+        wall = time.perf_counter()
+        results = self.backend.measure(configs)
+        wall = time.perf_counter() - wall
+        clocks: list[float] = []
+        for m in results:
+            state.clock_s += m.cost_s if self.backend.simulated else wall / len(results)
+            clocks.append(state.clock_s)
+        first_seq = state.n_trials
+        for index, m in zip(indices, results):
+            state.add(index, m)
+        batch = Batch(first_seq, tuple(results), tuple(clocks), state.snapshot())
+        if self.sink is not None:
+            self.sink(batch)
+        started = time.perf_counter()
+        self.strategy.tell([Observation(i, m.status.value, m.time_ms) for i, m in zip(indices, results)])
+        state.tuner_s += time.perf_counter() - started
+        for callback in self.on_batch:
+            callback(batch)

@@ -1,0 +1,83 @@
+"""The measurement interface: a backend measures configurations and reports errors as values.
+
+A backend never raises for a bad configuration: compile errors, runtime errors, wrong results,
+timeouts and configurations outside the space come back as a :class:`Measurement` whose
+``status`` says what happened. Exceptions are kept for the backend itself being unusable.
+"""
+
+from __future__ import annotations
+
+import enum
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from search_space.parameters import Config
+
+__all__ = ["Status", "Measurement", "Backend", "BackendError"]
+
+
+class BackendError(RuntimeError):
+    """The backend cannot measure at all (missing file, no device); ends the job."""
+
+
+class Status(str, enum.Enum):
+    """Outcome of one measurement. Only ``ok`` carries a time."""
+
+    OK = "ok"
+    COMPILE_ERROR = "compile_error"
+    RUNTIME_ERROR = "runtime_error"
+    WRONG_RESULT = "wrong_result"
+    TIMEOUT = "timeout"
+    INVALID = "invalid"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One measured configuration.
+
+    ``time_ms`` is the objective (median of repeats) and is ``None`` unless ``status`` is ok.
+    ``cost_s`` is how long the measurement took on the device (compile + benchmark); the tuning
+    clock advances by it, so replayed recordings spend time budgets as the GPU did.
+    """
+
+    config: Config
+    status: Status
+    time_ms: float | None = None
+    times_ms: tuple[float, ...] = ()
+    compile_ms: float = 0.0
+    bench_ms: float = 0.0
+    cost_s: float = 0.0
+    error: str = ""
+    extra: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.OK and self.time_ms is not None
+
+
+class Backend(ABC):
+    """Measures configurations of one workload on one device."""
+
+    #: registry name, e.g. ``"replay"``
+    name: str = ""
+
+    @property
+    @abstractmethod
+    def device_name(self) -> str:
+        """Device name as the vendor reports it (``NVIDIA RTX A4000``)."""
+
+    @property
+    def simulated(self) -> bool:
+        """True when ``cost_s`` is recorded rather than wall time (the clock is simulated)."""
+        return False
+
+    @abstractmethod
+    def measure(self, configs: Sequence[Config]) -> list[Measurement]:
+        """Measure ``configs`` in order; one result per config, errors as values."""
+
+    def close(self) -> None:
+        """Release workers or devices. Idempotent."""

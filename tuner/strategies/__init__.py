@@ -1,0 +1,43 @@
+"""Search strategies and their registry.
+
+``REGISTRY`` maps a strategy name to ``"module:Class"``; modules are imported only when the
+strategy is used, so a heavy optional dependency costs nothing until then.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from search_space.space import SearchSpace
+from tuner.strategies.base import Observation, Strategy, StrategyError
+
+__all__ = ["REGISTRY", "Observation", "Strategy", "StrategyError", "create", "get", "names"]
+
+REGISTRY: dict[str, str] = {
+    "random": "tuner.strategies.random_search:RandomSearch",
+    "optuna": "tuner.strategies.optuna_tpe:OptunaTPE",
+}
+
+
+def names() -> list[str]:
+    return sorted(REGISTRY)
+
+
+def get(name: str) -> type[Strategy]:
+    """The strategy class registered as ``name``; ``StrategyError`` when unknown or unavailable."""
+    try:
+        target = REGISTRY[name]
+    except KeyError:
+        raise StrategyError(f"unknown strategy {name!r} (choose from: {', '.join(names())})") from None
+    module_name, _, class_name = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise StrategyError(f"strategy {name!r} needs a missing package: {exc.name or exc}") from None
+    cls: type[Strategy] = getattr(module, class_name)
+    return cls
+
+
+def create(name: str, space: SearchSpace, *, seed: int | None = None) -> Strategy:
+    """Instantiate strategy ``name`` on ``space``."""
+    return get(name)(space, seed=seed)

@@ -1,0 +1,75 @@
+"""The strategy interface: ask for a batch of configurations, tell their results.
+
+A strategy works on dense indices of a :class:`~search_space.SearchSpace` (``0..len-1``), so
+every proposal is a valid configuration by construction. It must never propose an index twice,
+nor one it has been told about. Its state is rebuilt from the trials alone: the tuner replays a
+stopped job's batches through ``ask``/``tell`` with the same seed (see ``tuner.loop``), and falls
+back to ``restore`` when a replay diverges.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar, Sequence
+
+import numpy as np
+
+from search_space.space import SearchSpace
+
+__all__ = ["Observation", "Strategy", "StrategyError"]
+
+
+class StrategyError(ValueError):
+    """A strategy cannot work on the space it was given, or was misused."""
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What a strategy learns from one measurement."""
+
+    index: int
+    status: str
+    time_ms: float | None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok" and self.time_ms is not None
+
+
+class Strategy(ABC):
+    """Base class of every search strategy.
+
+    Subclasses implement :meth:`ask` and :meth:`tell`; :meth:`restore` defaults to ``tell``,
+    which every strategy must accept for indices it did not propose itself (observations taken
+    from the log: a resumed job, or other jobs on the same space).
+    """
+
+    #: registry name; set by each implementation
+    name: ClassVar[str] = ""
+    #: one line for ``ktune strategies``
+    summary: ClassVar[str] = ""
+
+    def __init__(self, space: SearchSpace, *, seed: int | None = None) -> None:
+        self.check_space(space)
+        self.space = space
+        self.seed = seed
+        self.rng = np.random.default_rng(seed)
+
+    @classmethod
+    def check_space(cls, space: SearchSpace) -> None:
+        """Raise :class:`StrategyError` if this strategy cannot search ``space``."""
+        if len(space) == 0:
+            raise StrategyError("the search space has no valid configuration")
+
+    @abstractmethod
+    def ask(self, n: int) -> list[int]:
+        """Return up to ``n`` new dense indices; fewer (possibly none) once the space is used up."""
+
+    @abstractmethod
+    def tell(self, observations: Sequence[Observation]) -> None:
+        """Report results, in measurement order."""
+
+    def restore(self, observations: Sequence[Observation]) -> None:
+        """Learn from measurements this instance did not propose (a resumed job, the log)."""
+        self.tell(observations)
