@@ -7,11 +7,10 @@ from typing import Annotated
 
 import typer
 
-from db import JobSpec, TrialIn
 from search_space.formats import load_cache, write_cache
 from search_space.parameters import Parameter
 from tuner.cli.common import CliError, DbOption, open_log, out
-from tuner.jobs import toolchain
+from tuner.importing import import_recording
 from tuner.sources import resolve_recording
 
 __all__ = ["import_", "export"]
@@ -24,33 +23,14 @@ def import_(
     """Import recorded measurements (a Kernel Tuner cache file) into the tuning log."""
     rec = load_cache(resolve_recording(file))
     with open_log(db) as tlog:
-        earlier = tlog.find_job_by_option("digest", rec.digest)
-        if earlier is not None and earlier.spec.backend == "import":
-            out.print(f"{rec.path.name} is already in the log as job {earlier.id}; nothing imported")
-            return
-        device = tlog.get_or_create_device(rec.device_name)
-        wl = rec.workload()
-        workload = tlog.get_or_create_workload(wl.key, wl.operator, wl.shape, wl.dtype, wl.layout, space=rec.space.to_dict())
-        job = tlog.create_job(
-            JobSpec(
-                workload_id=workload.id, device_id=device.id, backend="import", strategy="import", seed=None,
-                batch_size=len(rec.records), budget_trials=len(rec.records), budget_seconds=None, target_ms=None,
-                options={"source": str(rec.path), "digest": rec.digest},
-            ),
-            state="running",
-        )
-        versions = toolchain()
-        rows = [
-            TrialIn(
-                config=r.config, config_key=r.key, status=r.status, time_ms=r.time_ms, times_ms=tuple(r.times_ms),
-                compile_ms=r.compile_ms, bench_ms=r.bench_ms, strategy="import", seq=i, toolchain=versions,
-            )
-            for i, r in enumerate(rec.records.values())
-        ]
-        tlog.add_trials(job.id, workload.id, device.id, "import", rows)
-        tlog.set_job_state(job.id, "done")
-    ok = sum(r.status == "ok" for r in rec.records.values())
-    out.print(f"imported {len(rows)} records ({ok} ok) of {wl.key} on {rec.device_name} as job {job.id}")
+        result = import_recording(tlog, rec)
+    if result.already:
+        out.print(f"{rec.path.name} is already in the log as job {result.job.id}; nothing imported")
+        return
+    out.print(
+        f"imported {result.n_records} records ({result.n_ok} ok) of {result.job.workload_key} "
+        f"on {rec.device_name} as job {result.job.id}"
+    )
 
 
 def export(

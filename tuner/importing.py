@@ -1,0 +1,52 @@
+"""Recorded measurements into the tuning log (``ktune import``, benchmarks, the server)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from db import JobRecord, JobSpec, TrialIn, TuningLog
+from search_space.formats.kernel_tuner import RecordedSpace
+from tuner.jobs import toolchain
+
+__all__ = ["ImportResult", "import_recording"]
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    job: JobRecord
+    n_records: int
+    n_ok: int
+    already: bool  # the same file (by digest) was imported before; nothing was written
+
+
+def import_recording(tlog: TuningLog, rec: RecordedSpace) -> ImportResult:
+    """Write every record of ``rec`` as a trial of a new ``import`` job, in one transaction.
+
+    Importing the same file twice (same digest) writes nothing and returns the earlier job.
+    """
+    n_ok = sum(r.status == "ok" for r in rec.records.values())
+    earlier = tlog.find_job_by_option("digest", rec.digest)
+    if earlier is not None and earlier.spec.backend == "import":
+        return ImportResult(earlier, len(rec.records), n_ok, already=True)
+    device = tlog.get_or_create_device(rec.device_name)
+    wl = rec.workload()
+    workload = tlog.get_or_create_workload(wl.key, wl.operator, wl.shape, wl.dtype, wl.layout, space=rec.space.to_dict())
+    job = tlog.create_job(
+        JobSpec(
+            workload_id=workload.id, device_id=device.id, backend="import", strategy="import", seed=None,
+            batch_size=len(rec.records), budget_trials=len(rec.records), budget_seconds=None, target_ms=None,
+            options={"source": str(rec.path), "digest": rec.digest},
+        ),
+        state="running",
+    )
+    versions = toolchain()
+    rows = [
+        TrialIn(
+            config=r.config, config_key=r.key, status=r.status, time_ms=r.time_ms, times_ms=tuple(r.times_ms),
+            compile_ms=r.compile_ms, bench_ms=r.bench_ms, strategy="import", seq=i, toolchain=versions,
+        )
+        for i, r in enumerate(rec.records.values())
+    ]
+    tlog.add_trials(job.id, workload.id, device.id, "import", rows)
+    job = tlog.set_job_state(job.id, "done")
+    return ImportResult(job, len(rows), n_ok, already=False)
