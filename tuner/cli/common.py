@@ -11,8 +11,17 @@ from db import TuningLog
 
 __all__ = ["DbOption", "CliError", "open_log", "out", "err"]
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _console(stderr: bool = False) -> Console:
+    console = Console(stderr=stderr, highlight=False, soft_wrap=True)
+    if not console.is_terminal:
+        console.width = 200  # pipes and files: don't squeeze tables into 80 columns
+    return console
+
+
+out = _console()
+err = _console(stderr=True)
 
 DbOption = Annotated[
     Optional[str],
