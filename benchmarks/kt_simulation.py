@@ -1,0 +1,84 @@
+"""Kernel Tuner 1.5 strategies in simulation mode on a recorded cache (benchmark helper).
+
+Kernel Tuner reads plain-JSON caches only, so a ``.json.gz`` recording is unpacked to a
+temporary file first. The space is passed as a membership restriction (the configs the
+recording holds, less ``InvalidConfig`` ones), so Kernel Tuner searches exactly the space
+ktune searches. Every configuration Kernel Tuner evaluates for the first time counts as one
+measurement, failed ones included (each costs a compile), which is how its own simulation
+runner spends ``max_fevals``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["KT_STRATEGIES", "KTRun", "run_kernel_tuner"]
+
+KT_STRATEGIES = (
+    "adaptive_tabu_greywolf",
+    "genetic_algorithm",
+    "dual_annealing",
+    "basinhopping",
+    "pso",
+    "simulated_annealing",
+    "bayes_opt",
+)
+
+
+@dataclass(frozen=True)
+class KTRun:
+    keys: list[str]  # distinct configurations in the order Kernel Tuner first measured them
+    seconds: float  # wall time of the whole run (strategy + simulated runner)
+
+
+def _plain_json(path: Path, workdir: Path) -> tuple[Path, dict]:
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    doc = json.loads(raw)
+    target = workdir / (path.name.split(".")[0] + ".json")
+    target.write_text(json.dumps(doc))
+    return target, doc
+
+
+def run_kernel_tuner(path: Path, strategy: str, budget: int, seed: int) -> KTRun:
+    """Run one Kernel Tuner strategy on one recording for ``budget`` measurements."""
+    import kernel_tuner
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cache, doc = _plain_json(path, Path(tmp))
+        names = doc["tune_params_keys"]
+        members = {k for k, v in doc["cache"].items() if v.get("time") != "InvalidConfig"}
+
+        def member(params: dict) -> bool:
+            return ",".join(str(params[n]) for n in names) in members
+
+        np.random.seed(seed)
+        random.seed(seed)
+        started = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            results, _ = kernel_tuner.tune_kernel(
+                doc["kernel_name"], "__global__ void ktune_benchmark() {}", doc["problem_size"], [],
+                {n: doc["tune_params"][n] for n in names}, restrictions=member, cache=str(cache),
+                simulation_mode=True, strategy=strategy, strategy_options={"max_fevals": budget}, quiet=True,
+            )
+        seconds = time.perf_counter() - started
+    keys: list[str] = []
+    seen: set[str] = set()
+    for r in results:
+        key = ",".join(str(r[n]) for n in names)
+        if key not in seen:
+            seen.add(key)
+            keys.append(key)
+    return KTRun(keys[:budget], seconds)

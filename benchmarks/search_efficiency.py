@@ -1,0 +1,204 @@
+"""How close to the optimum each strategy gets after 20/50/100/200 measurements.
+
+On every recorded (brute-forced) space given, for several seeds: ktune's strategies run
+through the real job path (``tuner.jobs``: tuning log, replay backend, resume-able loop) and
+Kernel Tuner 1.5's strategies in its simulation mode on the same recording; random search is
+given by its exact expectation (sampling without replacement). Failed configurations count as
+measurements: each costs a compile. Two modes: ``none`` (an empty log) and ``transfer`` (the
+other GPUs' recordings of the same kernel imported into the log first).
+
+    python benchmarks/search_efficiency.py [FILES...] [--seeds 10] [--budget 200]
+
+Prints, per mode, the mean over spaces of the median best/optimum after k measurements, the
+fraction of runs within 5% of the optimum by 100, and the tuner's own time per measurement.
+All figures come from replayed recordings (Benchmark Hub, see search_space/recorded/README.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import shutil
+import statistics
+import sys
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.kt_simulation import KT_STRATEGIES, run_kernel_tuner  # noqa: E402
+from db import TuningLog  # noqa: E402
+from search_space.formats import load_cache  # noqa: E402
+from search_space.formats.kernel_tuner import RecordedSpace  # noqa: E402
+from tuner import strategies  # noqa: E402
+from tuner.budget import Budget  # noqa: E402
+from tuner.importing import import_recording  # noqa: E402
+from tuner.jobs import JobRequest, create_job, run_job  # noqa: E402
+from tuner.sources import ReplaySource  # noqa: E402
+
+CHECKPOINTS = (20, 50, 100, 200)
+
+
+@dataclass
+class Runs:
+    """Best/optimum curves of one strategy on one space, one row per seed."""
+
+    curves: list[np.ndarray]
+    tuner_ms_per_measurement: list[float]
+
+    def median_at(self, k: int) -> float:
+        return float(np.median([c[min(k, len(c)) - 1] for c in self.curves]))
+
+    def within(self, k: int, tol: float = 0.05) -> float:
+        return float(np.mean([c[min(k, len(c)) - 1] <= 1 + tol for c in self.curves]))
+
+
+def best_curve(rec: RecordedSpace, keys: list[str], budget: int) -> np.ndarray:
+    """Best-so-far time / optimum after each measurement; carried forward if a run stopped early."""
+    opt = rec.optimum.time_ms  # type: ignore[union-attr]
+    best, out = math.inf, []
+    for key in keys[:budget]:
+        r = rec.records.get(key)
+        if r is not None and r.status == "ok" and r.time_ms is not None:
+            best = min(best, r.time_ms)
+        out.append(best / opt)
+    out += [best / opt] * (budget - len(out))
+    return np.array(out)
+
+
+def random_expectation(rec: RecordedSpace, budget: int) -> Runs:
+    """The exact median of best/optimum for uniform sampling without replacement.
+
+    With N valid configs of which r(t) run in <= t, P(best after k <= t) = 1 - C(N-r, k)/C(N, k).
+    The returned 'curve' is that median at every k; ``within`` uses the exact probability.
+    """
+    n = len(rec.space)
+    times = np.sort([r.time_ms for r in rec.records.values() if r.status == "ok" and r.key in _members(rec)])
+    opt = times[0]
+    medians = []
+    for k in range(1, budget + 1):
+        # P(best > times[j]) = C(n - (j+1), k) / C(n, k); find the first j with P(best <= t_j) >= 0.5
+        for j in range(len(times)):
+            if 1.0 - _ratio(n - (j + 1), n, k) >= 0.5:
+                medians.append(times[j] / opt)
+                break
+        else:
+            medians.append(math.inf)
+    runs = Runs([np.array(medians)], [0.0])
+    r5 = int(np.searchsorted(times, 1.05 * opt, side="right"))
+    runs.exact_within_100 = 1.0 - _ratio(n - r5, n, min(100, n))  # type: ignore[attr-defined]
+    return runs
+
+
+def _members(rec: RecordedSpace) -> set[str]:
+    return {rec.space.key(c) for c in rec.space.configs(range(len(rec.space)))}
+
+
+def _ratio(a: int, n: int, k: int) -> float:
+    """C(a, k) / C(n, k) computed in log space."""
+    if a < k:
+        return 0.0
+    return math.exp(math.lgamma(a + 1) - math.lgamma(a - k + 1) - math.lgamma(n + 1) + math.lgamma(n - k + 1))
+
+
+def run_ktune(path: Path, rec: RecordedSpace, name: str, seed: int, budget: int, template: Path, tmp: Path) -> tuple[np.ndarray, float]:
+    db = tmp / f"run-{name}-{seed}.db"
+    shutil.copy(template, db)
+    with TuningLog.open(f"sqlite:///{db}") as tlog:
+        source = ReplaySource.open(path)
+        job = create_job(tlog, JobRequest(source, name, Budget(max_trials=budget), seed=seed, batch_size=1))
+        outcome = run_job(tlog, job.id, source=source)
+        keys = [t.config_key for t in tlog.job_trials(job.id)]
+    db.unlink()
+    return best_curve(rec, keys, budget), 1000.0 * outcome.state.tuner_s / max(1, outcome.state.n_trials)
+
+
+def make_template(tmp: Path, name: str, imports: list[RecordedSpace]) -> Path:
+    path = tmp / f"template-{name}.db"
+    with TuningLog.open(f"sqlite:///{path}") as tlog:
+        for other in imports:
+            import_recording(tlog, other)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("files", nargs="*", type=Path)
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--budget", type=int, default=200)
+    parser.add_argument("--strategies", default=",".join(strategies.names()), help="ktune strategies, comma-separated")
+    parser.add_argument("--kt", default=",".join(KT_STRATEGIES), help="Kernel Tuner strategies ('' for none)")
+    parser.add_argument("--modes", default="none,transfer")
+    args = parser.parse_args(argv)
+    files = args.files or sorted((ROOT.parent / "shared" / "datasets").glob("*/*.json.gz"))
+    if not files:
+        parser.error("no recorded spaces given and none under ../shared/datasets")
+    recs = {f: load_cache(f) for f in files}
+    ours = [s for s in args.strategies.split(",") if s]
+    theirs = [s for s in args.kt.split(",") if s]
+    modes = [m for m in args.modes.split(",") if m]
+
+    results: dict[str, dict[str, dict[Path, Runs]]] = {m: defaultdict(dict) for m in modes}
+    with tempfile.TemporaryDirectory() as tmpdir:
+        tmp = Path(tmpdir)
+        empty = make_template(tmp, "empty", [])
+        for f, rec in recs.items():
+            label = f"{f.parent.name}/{f.name.split('.')[0]}"
+            others = [r for g, r in recs.items() if g != f and r.kernel_name == rec.kernel_name
+                      and [p.name for p in r.parameters] == [p.name for p in rec.parameters]]
+            for mode in modes:
+                if mode == "transfer" and not others:
+                    print(f"# {label}: no other GPU of this kernel; no transfer row", file=sys.stderr)
+                    continue
+                template = empty if mode == "none" else make_template(tmp, label.replace("/", "_"), others)
+                for name in ours:
+                    runs = Runs([], [])
+                    for seed in range(args.seeds):
+                        curve, ms = run_ktune(f, rec, name, seed, args.budget, template, tmp)
+                        runs.curves.append(curve)
+                        runs.tuner_ms_per_measurement.append(ms)
+                    results[mode][f"ktune:{name}"][f] = runs
+                    print(f"# {mode:8s} {label:24s} ktune:{name:12s} median@50 {runs.median_at(50):.3f} "
+                          f"@100 {runs.median_at(100):.3f}", file=sys.stderr)
+                if mode == "none":
+                    for name in theirs:
+                        runs = Runs([], [])
+                        for seed in range(args.seeds):
+                            kt = run_kernel_tuner(f, name, args.budget, seed)
+                            runs.curves.append(best_curve(rec, kt.keys, args.budget))
+                            runs.tuner_ms_per_measurement.append(float("nan"))
+                        results[mode][f"KT:{name}"][f] = runs
+                    results[mode]["random (exact)"][f] = random_expectation(rec, args.budget)
+        for mode in modes:
+            print_table(mode, results[mode], recs, args.seeds, args.budget)
+    return 0
+
+
+def print_table(mode: str, table: dict[str, dict[Path, Runs]], recs: dict[Path, RecordedSpace], seeds: int, budget: int) -> None:
+    spaces = sorted({f for per in table.values() for f in per}, key=str)
+    print(f"\n### mode: {mode} ({len(spaces)} spaces, {seeds} seeds, budget {budget}; replayed recordings)\n")
+    cps = [k for k in CHECKPOINTS if k <= budget]
+    print("| strategy | " + " | ".join(f"@{k}" for k in cps) + " | within 5% by 100 | tuner ms/meas. |")
+    print("|---|" + "---|" * (len(cps) + 2))
+    for name, per in sorted(table.items(), key=lambda kv: statistics.mean(r.median_at(100) for r in kv[1].values())):
+        cells = [f"{statistics.mean(per[f].median_at(k) for f in per):.3f}" for k in cps]
+        within = [r.within(100) if getattr(r, "exact_within_100", None) is None else r.exact_within_100  # type: ignore[attr-defined]
+                  for r in per.values()]
+        ms = [m for r in per.values() for m in r.tuner_ms_per_measurement if not math.isnan(m)]
+        print(f"| {name} | " + " | ".join(cells) + f" | {statistics.mean(within):.2f} | "
+              + (f"{statistics.median(ms):.1f}" if ms else "-") + " |")
+    print("\nper space, median best/optimum @50 / @100:\n")
+    print("| strategy | " + " | ".join(f"{f.parent.name}/{f.name.split('.')[0]}" for f in spaces) + " |")
+    print("|---|" + "---|" * len(spaces))
+    for name, per in sorted(table.items()):
+        print(f"| {name} | " + " | ".join(
+            f"{per[f].median_at(50):.3f} / {per[f].median_at(100):.3f}" if f in per else "-" for f in spaces) + " |")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
