@@ -165,6 +165,15 @@ class SearchSpace:
         out[valid] = self._find(matrix @ self._strides)
         return out
 
+    def indices_of_positions(self, positions: np.ndarray) -> np.ndarray:
+        """Dense indices of configs given as (n, n_params) value positions; -1 where a row is
+        out of its parameters' ranges or not a valid config. Vectorised, for moves in the space."""
+        pos = np.asarray(positions, dtype=np.int64).reshape(-1, len(self.names))
+        inside = ((pos >= 0) & (pos < self._radices)).all(axis=1)
+        out = np.full(len(pos), -1, dtype=np.int64)
+        out[inside] = self._find(pos[inside] @ self._strides)
+        return out
+
     def __contains__(self, config: object) -> bool:
         """``index(config) is not None``; False for anything that is not a mapping."""
         return isinstance(config, Mapping) and self.index(config) is not None

@@ -420,3 +420,14 @@ def test_1e8_cartesian_space_builds_fast_in_little_memory():
         config = space.config(int(i))
         assert all(parse_constraint(e, space.names).holds(config) for e in constraints)
         assert space.index(config) == i
+
+
+def test_indices_of_positions_round_trips_and_rejects_outside_rows() -> None:
+    space = SearchSpace(
+        [Parameter.of("a", [1, 2, 4, 8]), Parameter.of("b", [1, 2, 4])], ["a * b <= 8"]
+    )
+    everything = space.positions()
+    assert space.indices_of_positions(everything).tolist() == list(range(len(space)))
+    # a row past a parameter's range, a negative one, and one that breaks the constraint
+    rows = np.array([[4, 0], [-1, 0], [3, 2]])
+    assert space.indices_of_positions(rows).tolist() == [-1, -1, -1]
