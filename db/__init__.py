@@ -3,8 +3,11 @@
 Exceptions::
 
     RuntimeError
-     └── DatabaseError      bad URL, unreachable server, schema newer than this ktune
-          └── ConstraintError   a write broke a schema rule; nothing of it was written
+     ├── DatabaseError      bad URL, unreachable server, schema newer than this ktune
+     │    └── ConstraintError   a write broke a schema rule; nothing of it was written
+     └── LeaseLost          a runner wrote to a job it no longer holds; nothing was written
+    ValueError
+     └── JobStateConflict   a job is not in a state that allows the request (e.g. cancel)
 
 ``db`` imports nothing else of ktune; every other package reads and writes the log
 through :class:`TuningLog` and the records of ``db.records``.
@@ -13,14 +16,21 @@ through :class:`TuningLog` and the records of ``db.records``.
 from __future__ import annotations
 
 from db.engine import ConstraintError, DatabaseError, default_url, resolve_url
+from db.leases import JobStateConflict, LeaseLost
+from db.lookup import DeviceDistance, shape_distance
 from db.migrate import upgrade
 from db.records import (
     JOB_STATES,
+    LOOKUP_TIERS,
     TRIAL_STATUSES,
     BestRecord,
     DeviceRecord,
+    JobControl,
     JobRecord,
     JobSpec,
+    LookupQuery,
+    LookupResult,
+    TokenRecord,
     TrialIn,
     TrialRecord,
     WorkloadRecord,
@@ -29,18 +39,27 @@ from db.repository import TuningLog
 
 __all__ = [
     "JOB_STATES",
+    "LOOKUP_TIERS",
     "TRIAL_STATUSES",
     "BestRecord",
     "ConstraintError",
     "DatabaseError",
+    "DeviceDistance",
     "DeviceRecord",
+    "JobControl",
     "JobRecord",
     "JobSpec",
+    "JobStateConflict",
+    "LeaseLost",
+    "LookupQuery",
+    "LookupResult",
+    "TokenRecord",
     "TrialIn",
     "TrialRecord",
     "TuningLog",
     "WorkloadRecord",
     "default_url",
     "resolve_url",
+    "shape_distance",
     "upgrade",
 ]

@@ -4,9 +4,10 @@ The schema is created and upgraded by the Alembic migrations in ``db/migrations`
 models are its single description, and a test checks that the two agree. Only
 ``db/repository.py`` queries them; everything else sees the records of ``db/records.py``.
 
-Tables: ``device`` and ``workload`` (what is tuned where), ``job`` (one tuning run),
-``trial`` (one measured configuration, with or without a job) and ``best_config``
-(the best ``ok`` trial per workload and device, kept current as trials land).
+Tables: ``device`` and ``workload`` (what is tuned where), ``job`` (one tuning run, with
+the lease of the runner that holds it), ``trial`` (one measured configuration, with or
+without a job), ``best_config`` (the best ``ok`` trial per workload and device, kept current
+as trials land) and ``api_token`` (hashed bearer tokens of the REST service).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any, ClassVar
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     CheckConstraint,
     DateTime,
     Dialect,
@@ -26,13 +28,24 @@ from sqlalchemy import (
     MetaData,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
 from db.records import JOB_STATES, TRIAL_STATUSES
 
-__all__ = ["Base", "BestConfig", "Device", "Job", "Trial", "UTCDateTime", "Workload", "utcnow"]
+__all__ = [
+    "ApiToken",
+    "Base",
+    "BestConfig",
+    "Device",
+    "Job",
+    "Trial",
+    "UTCDateTime",
+    "Workload",
+    "utcnow",
+]
 
 # Stable constraint names, identical on SQLite and PostgreSQL, so that later migrations
 # can refer to them by name.
@@ -102,6 +115,7 @@ class Device(Base):
 
 class Workload(Base):
     __tablename__ = "workload"
+    __table_args__ = (Index(None, "operator"),)  # lookups by operator (nearest tuned shape)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     key: Mapped[str] = mapped_column(unique=True)
@@ -141,6 +155,11 @@ class Job(Base):
     started_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]
     heartbeat_at: Mapped[datetime | None]
+    # The runner holding a job (server or ``ktune worker``) and until when; a running job
+    # whose lease has expired is claimed again. Jobs run by ``ktune tune`` have no lease.
+    claimed_by: Mapped[str | None]
+    lease_until: Mapped[datetime | None]
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class Trial(Base):
@@ -184,3 +203,21 @@ class BestConfig(Base):
     time_ms: Mapped[float]
     config: Mapped[dict[str, Any]]
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ApiToken(Base):
+    """A bearer token of the REST service, stored as a salted SHA-256 digest of its secret.
+
+    ``token_id`` is the public part of the token (it is printed inside the token itself) and
+    selects the row; the secret is never stored.
+    """
+
+    __tablename__ = "api_token"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    token_id: Mapped[str] = mapped_column(unique=True)
+    name: Mapped[str]
+    salt: Mapped[str]
+    digest: Mapped[str]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    revoked_at: Mapped[datetime | None]

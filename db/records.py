@@ -11,11 +11,16 @@ from typing import Any
 
 __all__ = [
     "JOB_STATES",
+    "LOOKUP_TIERS",
     "TRIAL_STATUSES",
     "BestRecord",
     "DeviceRecord",
+    "JobControl",
     "JobRecord",
     "JobSpec",
+    "LookupQuery",
+    "LookupResult",
+    "TokenRecord",
     "TrialIn",
     "TrialRecord",
     "WorkloadRecord",
@@ -23,6 +28,9 @@ __all__ = [
 
 JOB_STATES = ("queued", "running", "done", "failed", "cancelled")
 TRIAL_STATUSES = ("ok", "compile_error", "runtime_error", "wrong_result", "timeout", "invalid")
+# Where a lookup's answer comes from, best first. The log answers the first three; the
+# cost model's choice is added above the log (``ktune.lookup``), since db imports no model.
+LOOKUP_TIERS = ("exact", "nearest_shape", "similar_device", "cost_model")
 
 
 @dataclass(frozen=True)
@@ -77,6 +85,19 @@ class JobRecord:
     started_at: datetime | None
     finished_at: datetime | None
     heartbeat_at: datetime | None = None  # last sign of life of the process running it
+    claimed_by: str | None = None  # the runner holding the job (server or worker), if any
+    lease_until: datetime | None = None  # when its hold expires unless renewed
+    cancel_requested: bool = False
+    best_config: dict[str, Any] | None = None  # config of the best trial so far
+
+
+@dataclass(frozen=True)
+class JobControl:
+    """What a runner checks between batches: is the job still its own, and should it stop?"""
+
+    state: str
+    claimed_by: str | None
+    cancel_requested: bool
 
 
 @dataclass(frozen=True)
@@ -123,9 +144,52 @@ class TrialRecord:
 
 @dataclass(frozen=True)
 class BestRecord:
+    """The best config of a workload on a device, with the workload's parts."""
+
     workload_key: str
     device_name: str
     trial_id: int
     time_ms: float
     config: dict[str, Any]
     updated_at: datetime
+    operator: str = ""
+    shape: tuple[int, ...] = ()
+    dtype: str = ""
+    layout: str = ""
+
+
+@dataclass(frozen=True)
+class LookupQuery:
+    """What a build system asks for: a workload (by its parts and canonical key) on a device."""
+
+    workload_key: str
+    operator: str
+    shape: tuple[int, ...]
+    dtype: str
+    layout: str
+    device: str
+
+
+@dataclass(frozen=True)
+class LookupResult:
+    """An answer of the log: the tier it came from and how far its workload or device is.
+
+    ``distance`` is 0 for an exact answer, the shape distance (sum over dimensions of
+    ``|log2(asked / tuned)|``) for ``nearest_shape``, and the device distance for
+    ``similar_device``.
+    """
+
+    tier: str
+    tuned: BestRecord
+    distance: float
+
+
+@dataclass(frozen=True)
+class TokenRecord:
+    """An API token without its secret: only the public id, a name and its dates."""
+
+    id: int
+    token_id: str
+    name: str
+    created_at: datetime
+    revoked_at: datetime | None

@@ -4,6 +4,10 @@ Each method opens a short transaction of its own and returns the plain records o
 ``db/records.py``, so no caller ever holds a session or an ORM object. Writes that belong
 together (a batch of trials, the job's progress and the best config) commit together or
 not at all.
+
+:class:`TuningLog` is the facade: the core tables' queries live here, those of the service
+in modules beside it (``leases``: runners claiming jobs; ``lookup``: build-time lookup in
+tiers; ``tokens``: API tokens; ``stats``: counts for metrics).
 """
 
 from __future__ import annotations
@@ -13,55 +17,67 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Self, cast
+from typing import Any, Self
 
-from sqlalchemy import (
-    Connection,
-    Engine,
-    Row,
-    Select,
-    Table,
-    literal,
-    or_,
-    select,
-    text,
-    update,
-)
+from sqlalchemy import Connection, Engine, Select, literal, or_, select, text, update
 from sqlalchemy import func as sqlfunc
-from sqlalchemy.dialects import postgresql, sqlite
 
+from db import leases, stats, tokens
+from db import lookup as tiers
 from db.engine import make_engine, mask_url, resolve_url, translate_errors
+from db.leases import LeaseLost
 from db.migrate import ensure_schema
-from db.models import BestConfig, Device, Job, Trial, UTCDateTime, Workload, utcnow
+from db.models import UTCDateTime, utcnow
 from db.records import (
-    JOB_STATES,
     TRIAL_STATUSES,
     BestRecord,
     DeviceRecord,
+    JobControl,
     JobRecord,
     JobSpec,
+    LookupQuery,
+    LookupResult,
+    TokenRecord,
     TrialIn,
     TrialRecord,
     WorkloadRecord,
 )
+from db.rows import (
+    FINAL_STATES,
+    best_t,
+    check_state,
+    device_t,
+    dialect_insert,
+    job_t,
+    jobs_query,
+    to_device,
+    to_job,
+    to_trial,
+    to_workload,
+    trial_t,
+    workload_t,
+)
+from db.shape_index import ShapeIndex
 
 __all__ = ["TuningLog"]
-
-_FINAL_STATES = ("done", "failed", "cancelled")
-
-_device_t = cast(Table, Device.__table__)
-_workload_t = cast(Table, Workload.__table__)
-_job_t = cast(Table, Job.__table__)
-_trial_t = cast(Table, Trial.__table__)
-_best_t = cast(Table, BestConfig.__table__)
 
 
 class TuningLog:
     """The tuning log in one database. Open it with :meth:`open`; safe to share across threads."""
 
-    def __init__(self, engine: Engine, url: str) -> None:
+    def __init__(self, engine: Engine, url: str, *, owner: str | None = None) -> None:
         self._engine = engine
+        # Reads need no transaction: on PostgreSQL, autocommit spares each one a BEGIN and a
+        # ROLLBACK round trip (statements still see a consistent snapshot each, as under READ
+        # COMMITTED). SQLite does not begin a transaction for reads anyway.
+        self._read_engine = (
+            engine.execution_options(isolation_level="AUTOCOMMIT")
+            if engine.dialect.name == "postgresql"
+            else engine
+        )
         self._url = url
+        self._owner = owner  # set on a runner's view: job writes need its lease
+        self._shapes = ShapeIndex()  # tuned shapes for the nearest-shape lookup
 
     @classmethod
     def open(cls, url: str | None = None) -> TuningLog:
@@ -75,13 +91,29 @@ class TuningLog:
             raise
         return cls(engine, resolved)
 
+    def for_runner(self, owner: str) -> TuningLog:
+        """A view of this log for the runner ``owner``, sharing its connections.
+
+        Through the view, writes to a job (its trials, its state) go through only while
+        ``owner`` holds the job's lease; otherwise they raise :class:`db.LeaseLost` and
+        write nothing, so a runner that lost a job cannot corrupt it. Closing the view
+        leaves this log open.
+        """
+        return TuningLog(self._engine, self._url, owner=owner)
+
     @property
     def url(self) -> str:
         """The database URL, password masked."""
         return mask_url(self._url)
 
     def close(self) -> None:
-        self._engine.dispose()
+        if self._owner is None:
+            self._engine.dispose()
+
+    def ping(self) -> None:
+        """Raise :class:`db.DatabaseError` unless the database answers."""
+        with self._read() as conn:
+            conn.execute(select(literal(1)))
 
     def __enter__(self) -> Self:
         return self
@@ -99,7 +131,7 @@ class TuningLog:
 
     @contextmanager
     def _read(self) -> Iterator[Connection]:
-        with translate_errors(self._url), self._engine.connect() as conn:
+        with translate_errors(self._url), self._read_engine.connect() as conn:
             yield conn
 
     @contextmanager
@@ -131,21 +163,21 @@ class TuningLog:
             return existing
         with self._write() as conn:
             _insert_ignore(
-                conn, _device_t, ["name"], {"name": name, **fill, "created_at": utcnow()}
+                conn, device_t, ["name"], {"name": name, **fill, "created_at": utcnow()}
             )
-            _fill_missing(conn, _device_t, _device_t.c.name == name, fill)
-            row = conn.execute(select(_device_t).where(_device_t.c.name == name)).one()
-        return _device(row)
+            _fill_missing(conn, device_t, device_t.c.name == name, fill)
+            row = conn.execute(select(device_t).where(device_t.c.name == name)).one()
+        return to_device(row)
 
     def get_device(self, name: str) -> DeviceRecord | None:
         with self._read() as conn:
-            row = conn.execute(select(_device_t).where(_device_t.c.name == name)).first()
-        return None if row is None else _device(row)
+            row = conn.execute(select(device_t).where(device_t.c.name == name)).first()
+        return None if row is None else to_device(row)
 
     def list_devices(self) -> list[DeviceRecord]:
         with self._read() as conn:
-            rows = conn.execute(select(_device_t).order_by(_device_t.c.name)).all()
-        return [_device(row) for row in rows]
+            rows = conn.execute(select(device_t).order_by(device_t.c.name)).all()
+        return [to_device(row) for row in rows]
 
     # -- workloads -----------------------------------------------------------------------
 
@@ -171,10 +203,10 @@ class TuningLog:
         if existing is None or _lacks(existing, fill):
             with self._write() as conn:
                 values = {"key": key, "operator": operator, "shape": shape_list, **fill}
-                _insert_ignore(conn, _workload_t, ["key"], {**values, "created_at": utcnow()})
-                _fill_missing(conn, _workload_t, _workload_t.c.key == key, fill)
-                row = conn.execute(select(_workload_t).where(_workload_t.c.key == key)).one()
-            existing = _workload(row)
+                _insert_ignore(conn, workload_t, ["key"], {**values, "created_at": utcnow()})
+                _fill_missing(conn, workload_t, workload_t.c.key == key, fill)
+                row = conn.execute(select(workload_t).where(workload_t.c.key == key)).one()
+            existing = to_workload(row)
         if existing.operator != operator or existing.shape != tuple(shape_list):
             raise ValueError(
                 f"workload key {key!r} is stored for {existing.operator} {list(existing.shape)}, "
@@ -184,18 +216,18 @@ class TuningLog:
 
     def get_workload(self, key: str) -> WorkloadRecord | None:
         with self._read() as conn:
-            row = conn.execute(select(_workload_t).where(_workload_t.c.key == key)).first()
-        return None if row is None else _workload(row)
+            row = conn.execute(select(workload_t).where(workload_t.c.key == key)).first()
+        return None if row is None else to_workload(row)
 
     def list_workloads(self) -> list[WorkloadRecord]:
         with self._read() as conn:
-            rows = conn.execute(select(_workload_t).order_by(_workload_t.c.key)).all()
-        return [_workload(row) for row in rows]
+            rows = conn.execute(select(workload_t).order_by(workload_t.c.key)).all()
+        return [to_workload(row) for row in rows]
 
     # -- jobs ----------------------------------------------------------------------------
 
     def create_job(self, spec: JobSpec, state: str = "queued") -> JobRecord:
-        _check_state(state)
+        check_state(state)
         now = utcnow()
         values = {
             "workload_id": spec.workload_id,
@@ -213,19 +245,19 @@ class TuningLog:
         }
         if state == "running":
             values.update(started_at=now, heartbeat_at=now)
-        elif state in _FINAL_STATES:
+        elif state in FINAL_STATES:
             values.update(finished_at=now)
         with self._write() as conn:
             job_id = conn.execute(
-                _job_t.insert().values(values).returning(_job_t.c.id)
+                job_t.insert().values(values).returning(job_t.c.id)
             ).scalar_one()
-            row = conn.execute(_jobs_query().where(_job_t.c.id == job_id)).one()
-        return _job(row)
+            row = conn.execute(jobs_query().where(job_t.c.id == job_id)).one()
+        return to_job(row)
 
     def get_job(self, job_id: int) -> JobRecord | None:
         with self._read() as conn:
-            row = conn.execute(_jobs_query().where(_job_t.c.id == job_id)).first()
-        return None if row is None else _job(row)
+            row = conn.execute(jobs_query().where(job_t.c.id == job_id)).first()
+        return None if row is None else to_job(row)
 
     def list_jobs(
         self,
@@ -236,18 +268,18 @@ class TuningLog:
         offset: int = 0,
     ) -> list[JobRecord]:
         """Jobs, newest first, optionally filtered; ``limit``/``offset`` page through them."""
-        query = _jobs_query()
+        query = jobs_query()
         if state is not None:
-            _check_state(state)
-            query = query.where(_job_t.c.state == state)
+            check_state(state)
+            query = query.where(job_t.c.state == state)
         if workload_key is not None:
-            query = query.where(_workload_t.c.key == workload_key)
+            query = query.where(workload_t.c.key == workload_key)
         if device_name is not None:
-            query = query.where(_device_t.c.name == device_name)
-        query = query.order_by(_job_t.c.id.desc()).limit(limit).offset(offset)
+            query = query.where(device_t.c.name == device_name)
+        query = query.order_by(job_t.c.id.desc()).limit(limit).offset(offset)
         with self._read() as conn:
             rows = conn.execute(query).all()
-        return [_job(row) for row in rows]
+        return [to_job(row) for row in rows]
 
     def set_job_state(self, job_id: int, state: str, error: str = "") -> JobRecord:
         """Move a job to ``state`` and record ``error`` (cleared when empty).
@@ -256,12 +288,12 @@ class TuningLog:
         and clears finished_at; entering done/failed/cancelled sets finished_at.
         Raises LookupError for an unknown job.
         """
-        _check_state(state)
+        check_state(state)
         now = utcnow()
         values: dict[str, Any] = {"state": state, "error": error}
         if state == "running":
             values.update(
-                started_at=sqlfunc.coalesce(_job_t.c.started_at, literal(now, UTCDateTime())),
+                started_at=sqlfunc.coalesce(job_t.c.started_at, literal(now, UTCDateTime())),
                 finished_at=None,
                 heartbeat_at=now,
             )
@@ -269,32 +301,42 @@ class TuningLog:
             values.update(finished_at=None)
         else:
             values.update(finished_at=now)
+        stmt = update(job_t).where(job_t.c.id == job_id, *self._fence()).values(values)
         with self._write() as conn:
-            result = conn.execute(update(_job_t).where(_job_t.c.id == job_id).values(values))
-            if result.rowcount == 0:
-                raise LookupError(f"no job {job_id} in {self.url}")
-            row = conn.execute(_jobs_query().where(_job_t.c.id == job_id)).one()
-        return _job(row)
+            if conn.execute(stmt).rowcount == 0:
+                self._missing_job(conn, job_id)
+            row = conn.execute(jobs_query().where(job_t.c.id == job_id)).one()
+        return to_job(row)
+
+    def _fence(self) -> list[Any]:
+        """Conditions that a runner's view puts on writes to a job."""
+        return [] if self._owner is None else [job_t.c.claimed_by == self._owner]
+
+    def _missing_job(self, conn: Connection, job_id: int) -> None:
+        """Raise why a write to ``job_id`` matched no row: no such job, or a lost lease."""
+        if self._owner is not None and leases.control(conn, job_id) is not None:
+            raise LeaseLost(f"job {job_id} is no longer held by runner {self._owner}")
+        raise LookupError(f"no job {job_id} in {self.url}")
 
     def heartbeat(self, job_id: int) -> None:
         """Record that the process running ``job_id`` is alive."""
         with self._write() as conn:
             result = conn.execute(
-                update(_job_t).where(_job_t.c.id == job_id).values(heartbeat_at=utcnow())
+                update(job_t).where(job_t.c.id == job_id).values(heartbeat_at=utcnow())
             )
             if result.rowcount == 0:
                 raise LookupError(f"no job {job_id} in {self.url}")
 
     def find_job_by_option(self, key: str, value: Any) -> JobRecord | None:
         """The newest job whose ``options[key] == value`` (e.g. an import of the same digest)."""
-        query = _jobs_query().order_by(_job_t.c.id.desc())
+        query = jobs_query().order_by(job_t.c.id.desc())
         if isinstance(value, str):  # narrow in SQL (JSON path); other types are compared below
-            query = query.where(_job_t.c.options[key].as_string() == value)
+            query = query.where(job_t.c.options[key].as_string() == value)
         with self._read() as conn:
             for row in conn.execute(query):
                 options = row.options or {}
                 if key in options and _same_json(options[key], value):
-                    return _job(row)
+                    return to_job(row)
         return None
 
     # -- trials --------------------------------------------------------------------------
@@ -323,40 +365,52 @@ class TuningLog:
         with self._write() as conn:
             ids = _insert_trials(conn, rows)
             best = _batch_best(trials, ids)
-            if job_id is not None:
-                _update_job_progress(conn, job_id, len(ids), clock_s, best, now)
+            if job_id is not None and not _update_job_progress(
+                conn, job_id, len(ids), clock_s, best, now, self._fence()
+            ):
+                self._missing_job(conn, job_id)
             if best is not None:
                 _upsert_best(conn, workload_id, device_id, best, now)
         return ids
 
-    def job_trials(self, job_id: int) -> list[TrialRecord]:
-        """The trials of a job in the order it measured them."""
+    def job_trials(
+        self, job_id: int, *, since: int | None = None, limit: int | None = None
+    ) -> list[TrialRecord]:
+        """The trials of a job in the order it measured them.
+
+        ``since``: only trials at position ``seq >= since`` (a live view passes the number
+        of trials it already has); ``limit``: at most that many.
+        """
         query = (
-            select(_trial_t)
-            .where(_trial_t.c.job_id == job_id)
-            .order_by(_trial_t.c.seq.is_(None), _trial_t.c.seq, _trial_t.c.id)
+            select(trial_t)
+            .where(trial_t.c.job_id == job_id)
+            .order_by(trial_t.c.seq.is_(None), trial_t.c.seq, trial_t.c.id)
         )
+        if since is not None:
+            query = query.where(trial_t.c.seq >= since)
+        if limit is not None:
+            query = query.limit(limit)
         return self._trials(query)
 
     def history(
         self, workload_id: int, device_id: int, statuses: Sequence[str] | None = None
     ) -> list[TrialRecord]:
         """Every trial of a workload on a device, from any job or import, oldest first."""
-        query = select(_trial_t).where(
-            _trial_t.c.workload_id == workload_id, _trial_t.c.device_id == device_id
+        query = select(trial_t).where(
+            trial_t.c.workload_id == workload_id, trial_t.c.device_id == device_id
         )
         if statuses is not None:
-            query = query.where(_trial_t.c.status.in_(list(statuses)))
-        return self._trials(query.order_by(_trial_t.c.id))
+            query = query.where(trial_t.c.status.in_(list(statuses)))
+        return self._trials(query.order_by(trial_t.c.id))
 
     def trials_for_workload(self, workload_id: int) -> list[TrialRecord]:
         """Every trial of a workload on every device, oldest first."""
-        query = select(_trial_t).where(_trial_t.c.workload_id == workload_id)
-        return self._trials(query.order_by(_trial_t.c.id))
+        query = select(trial_t).where(trial_t.c.workload_id == workload_id)
+        return self._trials(query.order_by(trial_t.c.id))
 
     def _trials(self, query: Select[Any]) -> list[TrialRecord]:
         with self._read() as conn:
-            return [_trial(row) for row in conn.execute(query)]
+            return [to_trial(row) for row in conn.execute(query)]
 
     # -- best configs --------------------------------------------------------------------
 
@@ -364,26 +418,121 @@ class TuningLog:
         self, workload_key: str | None = None, device_name: str | None = None
     ) -> list[BestRecord]:
         """Best configs, optionally for one workload and/or device, by workload key and device."""
-        query = (
-            select(
-                _workload_t.c.key,
-                _device_t.c.name,
-                _best_t.c.trial_id,
-                _best_t.c.time_ms,
-                _best_t.c.config,
-                _best_t.c.updated_at,
-            )
-            .join_from(_best_t, _workload_t, _best_t.c.workload_id == _workload_t.c.id)
-            .join(_device_t, _best_t.c.device_id == _device_t.c.id)
-            .order_by(_workload_t.c.key, _device_t.c.name)
-        )
-        if workload_key is not None:
-            query = query.where(_workload_t.c.key == workload_key)
-        if device_name is not None:
-            query = query.where(_device_t.c.name == device_name)
         with self._read() as conn:
-            rows = conn.execute(query).all()
-        return [BestRecord(*row) for row in rows]
+            return tiers.tuned(conn, workload_key=workload_key, device=device_name)
+
+    # -- runners: claiming, leases, cancellation (queries in db/leases.py) -----------------
+
+    def claim_job(
+        self, owner: str, lease_s: float, backends: Sequence[str] | None = None
+    ) -> JobRecord | None:
+        """Claim the oldest queued job, or a running one whose lease expired, for ``owner``.
+
+        The job becomes ``running`` under a lease of ``lease_s`` seconds; None when there
+        is nothing to claim. Two runners never claim the same job. ``backends`` limits the
+        claim to jobs measured by those backends (None: any).
+        """
+        with self._write() as conn:
+            job_id = leases.claim(conn, owner, lease_s, utcnow(), backends)
+            if job_id is None:
+                return None
+            row = conn.execute(jobs_query().where(job_t.c.id == job_id)).one()
+        return to_job(row)
+
+    def renew_leases(self, owner: str, job_ids: Sequence[int], lease_s: float) -> set[int]:
+        """Extend ``owner``'s leases; returns the ids of the jobs it still holds."""
+        with self._write() as conn:
+            return leases.renew(conn, owner, job_ids, lease_s, utcnow())
+
+    def release_job(self, owner: str, job_id: int) -> bool:
+        """Requeue a job ``owner`` holds (runner shutting down); False if it no longer holds it."""
+        with self._write() as conn:
+            return leases.release(conn, owner, job_id)
+
+    def job_control(self, job_id: int) -> JobControl | None:
+        """State, holder and cancel flag of a job (a runner reads it between batches)."""
+        with self._read() as conn:
+            return leases.control(conn, job_id)
+
+    def request_cancel(self, job_id: int) -> JobRecord:
+        """Cancel a job: at once when queued or abandoned, else within a batch of its runner.
+
+        Raises LookupError for an unknown job, :class:`db.JobStateConflict` when it cannot
+        be cancelled (finished, or run by a ``ktune tune`` process).
+        """
+        with self._write() as conn:
+            leases.request_cancel(conn, job_id, utcnow())
+            row = conn.execute(jobs_query().where(job_t.c.id == job_id)).one()
+        return to_job(row)
+
+    # -- build-time lookup (db/lookup.py) -------------------------------------------------
+
+    def lookup(
+        self,
+        query: LookupQuery,
+        *,
+        fallback: bool = True,
+        device_distance: tiers.DeviceDistance | None = None,
+    ) -> LookupResult | None:
+        """The best config for ``query``: exact, else nearest tuned shape on the device, else
+        the same workload on the nearest device by ``device_distance``; None if no tier answers.
+        """
+        with self._read() as conn:
+            return tiers.lookup(
+                conn, query, shapes=self._shapes, fallback=fallback, device_distance=device_distance
+            )
+
+    def tuned_configs(
+        self,
+        *,
+        operator: str | None = None,
+        dtype: str | None = None,
+        layout: str | None = None,
+        device: str | None = None,
+    ) -> list[BestRecord]:
+        """Best configs with their workloads, filtered by every field given."""
+        with self._read() as conn:
+            return tiers.tuned(conn, operator=operator, dtype=dtype, layout=layout, device=device)
+
+    def operator_ranks(self, operator: str) -> set[int]:
+        """Ranks of the shapes of ``operator``'s workloads in the log (empty if unknown)."""
+        with self._read() as conn:
+            return tiers.operator_ranks(conn, operator)
+
+    # -- API tokens (db/tokens.py) --------------------------------------------------------
+
+    def create_token(self, name: str) -> tuple[TokenRecord, str]:
+        """A new API token: its record and the token text, which is shown once and not stored."""
+        if not name.strip():
+            raise ValueError("a token needs a name")
+        with self._write() as conn:
+            return tokens.create(conn, name.strip(), utcnow())
+
+    def verify_token(self, token: str) -> TokenRecord | None:
+        """The live token that ``token`` proves (constant-time comparison), else None."""
+        with self._read() as conn:
+            return tokens.verify(conn, token)
+
+    def list_tokens(self) -> list[TokenRecord]:
+        with self._read() as conn:
+            return tokens.list_all(conn)
+
+    def revoke_token(self, token_id_or_name: str) -> int:
+        """Revoke the live tokens with this id or name; how many were revoked."""
+        with self._write() as conn:
+            return tokens.revoke(conn, token_id_or_name, utcnow())
+
+    # -- counts (db/stats.py) ----------------------------------------------------------------
+
+    def job_counts(self) -> dict[str, int]:
+        """Jobs by state."""
+        with self._read() as conn:
+            return stats.jobs_by_state(conn)
+
+    def trial_counts(self) -> dict[str, int]:
+        """Trials measured by jobs (not imported), by status."""
+        with self._read() as conn:
+            return stats.trials_by_status(conn)
 
 
 # -- the steps of add_trials (module functions, so a test can make one of them fail) ------
@@ -400,10 +549,10 @@ def _insert_trials(conn: Connection, rows: list[dict[str, Any]]) -> list[int]:
             "SELECT nextval(pg_get_serial_sequence('trial', 'id')) FROM generate_series(1, :n)"
         )
         ids = sorted(conn.execute(reserve, {"n": len(rows)}).scalars())
-        conn.execute(_trial_t.insert(), [{**row, "id": id_} for row, id_ in zip(rows, ids)])
+        conn.execute(trial_t.insert(), [{**row, "id": id_} for row, id_ in zip(rows, ids)])
         return ids
     # SQLite: one multi-row INSERT ... RETURNING per page of rows, ids in input order.
-    stmt = _trial_t.insert().returning(_trial_t.c.id, sort_by_parameter_order=True)
+    stmt = trial_t.insert().returning(trial_t.c.id, sort_by_parameter_order=True)
     return list(conn.execute(stmt, rows).scalars())
 
 
@@ -427,23 +576,26 @@ def _update_job_progress(
     clock_s: float | None,
     best: tuple[int, float, dict[str, Any]] | None,
     now: datetime,
-) -> None:
-    values: dict[str, Any] = {"n_trials": _job_t.c.n_trials + n_new, "heartbeat_at": now}
+    fence: Sequence[Any] = (),
+) -> bool:
+    """Count the batch into the job; False when no job matched (unknown, or fenced off)."""
+    values: dict[str, Any] = {"n_trials": job_t.c.n_trials + n_new, "heartbeat_at": now}
     if clock_s is not None:
         values["clock_s"] = clock_s
-    result = conn.execute(update(_job_t).where(_job_t.c.id == job_id).values(values))
+    result = conn.execute(update(job_t).where(job_t.c.id == job_id, *fence).values(values))
     if result.rowcount == 0:
-        raise LookupError(f"no job {job_id}")
+        return False
     if best is not None:
         trial_id, time_ms, _ = best
         conn.execute(
-            update(_job_t)
+            update(job_t)
             .where(
-                _job_t.c.id == job_id,
-                or_(_job_t.c.best_time_ms.is_(None), _job_t.c.best_time_ms > time_ms),
+                job_t.c.id == job_id,
+                or_(job_t.c.best_time_ms.is_(None), job_t.c.best_time_ms > time_ms),
             )
             .values(best_time_ms=time_ms, best_trial_id=trial_id)
         )
+    return True
 
 
 def _upsert_best(
@@ -455,7 +607,7 @@ def _upsert_best(
 ) -> None:
     """Insert or improve the best config of (workload, device) in one atomic statement."""
     trial_id, time_ms, config = best
-    insert = _dialect_insert(conn)(_best_t).values(
+    insert = dialect_insert(conn)(best_t).values(
         workload_id=workload_id,
         device_id=device_id,
         trial_id=trial_id,
@@ -465,14 +617,14 @@ def _upsert_best(
     )
     conn.execute(
         insert.on_conflict_do_update(
-            index_elements=[_best_t.c.workload_id, _best_t.c.device_id],
+            index_elements=[best_t.c.workload_id, best_t.c.device_id],
             set_={
                 "trial_id": insert.excluded.trial_id,
                 "time_ms": insert.excluded.time_ms,
                 "config": insert.excluded.config,
                 "updated_at": insert.excluded.updated_at,
             },
-            where=_best_t.c.time_ms > insert.excluded.time_ms,
+            where=best_t.c.time_ms > insert.excluded.time_ms,
         )
     )
 
@@ -480,14 +632,9 @@ def _upsert_best(
 # -- helpers -----------------------------------------------------------------------------
 
 
-def _dialect_insert(conn: Connection) -> Any:
-    """The INSERT construct with ON CONFLICT support for this connection's database."""
-    return postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
-
-
 def _insert_ignore(conn: Connection, table: Any, keys: list[str], values: dict[str, Any]) -> None:
     conn.execute(
-        _dialect_insert(conn)(table).values(values).on_conflict_do_nothing(index_elements=keys)
+        dialect_insert(conn)(table).values(values).on_conflict_do_nothing(index_elements=keys)
     )
 
 
@@ -502,11 +649,6 @@ def _fill_missing(conn: Connection, table: Any, where: Any, fill: dict[str, Any]
             column = table.c[name]
             empty = column == "" if isinstance(value, str) else column.is_(None)
             conn.execute(update(table).where(where, empty).values({name: value}))
-
-
-def _check_state(state: str) -> None:
-    if state not in JOB_STATES:
-        raise ValueError(f"unknown job state {state!r}; expected one of {', '.join(JOB_STATES)}")
 
 
 def _check_trial(trial: TrialIn) -> None:
@@ -555,78 +697,3 @@ def _trial_row(
         "toolchain": trial.toolchain,
         "created_at": now,
     }
-
-
-def _jobs_query() -> Select[Any]:
-    return (
-        select(
-            _job_t, _workload_t.c.key.label("workload_key"), _device_t.c.name.label("device_name")
-        )
-        .join_from(_job_t, _workload_t, _job_t.c.workload_id == _workload_t.c.id)
-        .join(_device_t, _job_t.c.device_id == _device_t.c.id)
-    )
-
-
-def _device(row: Row[Any]) -> DeviceRecord:
-    return DeviceRecord(row.id, row.name, row.vendor, row.architecture, row.spec)
-
-
-def _workload(row: Row[Any]) -> WorkloadRecord:
-    return WorkloadRecord(
-        row.id, row.key, row.operator, tuple(row.shape), row.dtype, row.layout, row.space
-    )
-
-
-def _job(row: Row[Any]) -> JobRecord:
-    spec = JobSpec(
-        workload_id=row.workload_id,
-        device_id=row.device_id,
-        backend=row.backend,
-        strategy=row.strategy,
-        seed=row.seed,
-        batch_size=row.batch_size,
-        budget_trials=row.budget_trials,
-        budget_seconds=row.budget_seconds,
-        target_ms=row.target_ms,
-        options=row.options,
-    )
-    return JobRecord(
-        id=row.id,
-        spec=spec,
-        workload_key=row.workload_key,
-        device_name=row.device_name,
-        state=row.state,
-        n_trials=row.n_trials,
-        best_time_ms=row.best_time_ms,
-        best_trial_id=row.best_trial_id,
-        clock_s=row.clock_s,
-        error=row.error,
-        created_at=row.created_at,
-        started_at=row.started_at,
-        finished_at=row.finished_at,
-        heartbeat_at=row.heartbeat_at,
-    )
-
-
-def _trial(row: Row[Any]) -> TrialRecord:
-    return TrialRecord(
-        id=row.id,
-        job_id=row.job_id,
-        workload_id=row.workload_id,
-        device_id=row.device_id,
-        backend=row.backend,
-        seq=row.seq,
-        config=row.config,
-        config_key=row.config_key,
-        status=row.status,
-        time_ms=row.time_ms,
-        times_ms=tuple(row.times),
-        compile_ms=row.compile_ms,
-        bench_ms=row.bench_ms,
-        error=row.error,
-        strategy=row.strategy,
-        predicted=row.predicted,
-        clock_s=row.clock_s,
-        toolchain=row.toolchain,
-        created_at=row.created_at,
-    )

@@ -30,9 +30,20 @@ def test_public_surface() -> None:
             "TrialIn",
             "TrialRecord",
             "BestRecord",
+            # the service (leases, build-time lookup, API tokens)
+            "LeaseLost",
+            "JobStateConflict",
+            "JobControl",
+            "LOOKUP_TIERS",
+            "LookupQuery",
+            "LookupResult",
+            "TokenRecord",
+            "DeviceDistance",
+            "shape_distance",
         ]
     )
     assert issubclass(db.ConstraintError, DatabaseError) and issubclass(DatabaseError, RuntimeError)
+    assert issubclass(db.LeaseLost, RuntimeError) and not issubclass(db.LeaseLost, DatabaseError)
 
 
 def test_resolve_url_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

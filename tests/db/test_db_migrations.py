@@ -17,12 +17,12 @@ from db.engine import mask_url
 from db.migrate import alembic_config, current_revision, head_revision
 from db.models import Base
 
-TABLES = {"alembic_version", "device", "workload", "job", "trial", "best_config"}
+TABLES = {"alembic_version", "device", "workload", "job", "trial", "best_config", "api_token"}
 
 
 def test_fresh_database_is_migrated_on_open(db_url: str) -> None:
     with TuningLog.open(db_url) as log, log._read() as conn:
-        assert current_revision(conn) == head_revision() == "0001"
+        assert current_revision(conn) == head_revision() == "0002"
         assert set(inspect(conn).get_table_names()) == TABLES
 
 
@@ -99,7 +99,7 @@ def test_upgrade_defaults_to_the_environment_url(
     monkeypatch.setenv("KTUNE_DATABASE_URL", f"sqlite:///{path}")
     assert upgrade() == f"sqlite:///{path}"
     with TuningLog.open(f"sqlite:///{path}") as log, log._read() as conn:
-        assert current_revision(conn) == "0001"
+        assert current_revision(conn) == head_revision()
 
 
 def test_concurrent_first_opens_migrate_once(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:

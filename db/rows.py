@@ -1,0 +1,188 @@
+"""Table handles, shared query pieces and row -> record converters of the tuning log.
+
+Used by the query modules of ``db`` (``repository``, ``leases``, ``lookup``, ``tokens``,
+``stats``); nothing outside ``db`` imports it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from sqlalchemy import Connection, Row, Select, Table, select
+from sqlalchemy.dialects import postgresql, sqlite
+
+from db.models import ApiToken, BestConfig, Device, Job, Trial, Workload
+from db.records import (
+    JOB_STATES,
+    BestRecord,
+    DeviceRecord,
+    JobRecord,
+    JobSpec,
+    TokenRecord,
+    TrialRecord,
+    WorkloadRecord,
+)
+
+__all__ = [
+    "FINAL_STATES",
+    "best_t",
+    "check_state",
+    "device_t",
+    "dialect_insert",
+    "job_t",
+    "jobs_query",
+    "to_device",
+    "to_job",
+    "to_token",
+    "to_trial",
+    "to_tuned",
+    "to_workload",
+    "token_t",
+    "trial_t",
+    "tuned_query",
+    "workload_t",
+]
+
+FINAL_STATES = ("done", "failed", "cancelled")
+
+device_t = cast(Table, Device.__table__)
+workload_t = cast(Table, Workload.__table__)
+job_t = cast(Table, Job.__table__)
+trial_t = cast(Table, Trial.__table__)
+best_t = cast(Table, BestConfig.__table__)
+token_t = cast(Table, ApiToken.__table__)
+
+_best_trial = trial_t.alias("best_trial")
+
+
+def dialect_insert(conn: Connection) -> Any:
+    """The INSERT construct with ON CONFLICT support for this connection's database."""
+    return postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+
+
+def check_state(state: str) -> None:
+    if state not in JOB_STATES:
+        raise ValueError(f"unknown job state {state!r}; expected one of {', '.join(JOB_STATES)}")
+
+
+def jobs_query() -> Select[Any]:
+    """Jobs with their workload key, device name and the config of their best trial."""
+    return (
+        select(
+            job_t,
+            workload_t.c.key.label("workload_key"),
+            device_t.c.name.label("device_name"),
+            _best_trial.c.config.label("best_config"),
+        )
+        .join_from(job_t, workload_t, job_t.c.workload_id == workload_t.c.id)
+        .join(device_t, job_t.c.device_id == device_t.c.id)
+        .outerjoin(_best_trial, job_t.c.best_trial_id == _best_trial.c.id)
+    )
+
+
+def tuned_query() -> Select[Any]:
+    """Best configs with the workload and device they were tuned for."""
+    return (
+        select(
+            workload_t.c.key,
+            workload_t.c.operator,
+            workload_t.c.shape,
+            workload_t.c.dtype,
+            workload_t.c.layout,
+            device_t.c.name,
+            best_t.c.trial_id,
+            best_t.c.time_ms,
+            best_t.c.config,
+            best_t.c.updated_at,
+        )
+        .join_from(best_t, workload_t, best_t.c.workload_id == workload_t.c.id)
+        .join(device_t, best_t.c.device_id == device_t.c.id)
+    )
+
+
+def to_device(row: Row[Any]) -> DeviceRecord:
+    return DeviceRecord(row.id, row.name, row.vendor, row.architecture, row.spec)
+
+
+def to_workload(row: Row[Any]) -> WorkloadRecord:
+    return WorkloadRecord(
+        row.id, row.key, row.operator, tuple(row.shape), row.dtype, row.layout, row.space
+    )
+
+
+def to_tuned(row: Row[Any]) -> BestRecord:
+    return BestRecord(
+        workload_key=row.key,
+        device_name=row.name,
+        trial_id=row.trial_id,
+        time_ms=row.time_ms,
+        config=row.config,
+        updated_at=row.updated_at,
+        operator=row.operator,
+        shape=tuple(row.shape),
+        dtype=row.dtype,
+        layout=row.layout,
+    )
+
+
+def to_token(row: Row[Any]) -> TokenRecord:
+    return TokenRecord(row.id, row.token_id, row.name, row.created_at, row.revoked_at)
+
+
+def to_job(row: Row[Any]) -> JobRecord:
+    spec = JobSpec(
+        workload_id=row.workload_id,
+        device_id=row.device_id,
+        backend=row.backend,
+        strategy=row.strategy,
+        seed=row.seed,
+        batch_size=row.batch_size,
+        budget_trials=row.budget_trials,
+        budget_seconds=row.budget_seconds,
+        target_ms=row.target_ms,
+        options=row.options,
+    )
+    return JobRecord(
+        id=row.id,
+        spec=spec,
+        workload_key=row.workload_key,
+        device_name=row.device_name,
+        state=row.state,
+        n_trials=row.n_trials,
+        best_time_ms=row.best_time_ms,
+        best_trial_id=row.best_trial_id,
+        clock_s=row.clock_s,
+        error=row.error,
+        created_at=row.created_at,
+        started_at=row.started_at,
+        finished_at=row.finished_at,
+        heartbeat_at=row.heartbeat_at,
+        claimed_by=row.claimed_by,
+        lease_until=row.lease_until,
+        cancel_requested=bool(row.cancel_requested),
+        best_config=row.best_config,
+    )
+
+
+def to_trial(row: Row[Any]) -> TrialRecord:
+    return TrialRecord(
+        id=row.id,
+        job_id=row.job_id,
+        workload_id=row.workload_id,
+        device_id=row.device_id,
+        backend=row.backend,
+        seq=row.seq,
+        config=row.config,
+        config_key=row.config_key,
+        status=row.status,
+        time_ms=row.time_ms,
+        times_ms=tuple(row.times),
+        compile_ms=row.compile_ms,
+        bench_ms=row.bench_ms,
+        error=row.error,
+        strategy=row.strategy,
+        predicted=row.predicted,
+        clock_s=row.clock_s,
+        toolchain=row.toolchain,
+        created_at=row.created_at,
+    )
