@@ -1,1 +1,54 @@
-"""cost_model."""
+"""The learned cost model: device specs and their embedding, features, XGBoost, transfer.
+
+- :mod:`cost_model.devices` - :class:`DeviceSpec`, the shipped catalog, vendor name matching,
+  specs from CUDA device properties.
+- :mod:`cost_model.embedding` - the fixed-length, explainable device embedding.
+- :mod:`cost_model.features` - :class:`FeatureExtractor` over (config, workload, device).
+- :mod:`cost_model.model` / :mod:`cost_model.xgb` - the :class:`CostModel` interface and the
+  XGBoost ensemble (``xgboost`` is imported only when a model trains, predicts or loads).
+- :mod:`cost_model.training` - training samples from the tuning log.
+- :mod:`cost_model.transfer` - :class:`TransferModel`: rank a device's space from the log,
+  zero-shot or with the target's own trials.
+"""
+
+from __future__ import annotations
+
+from cost_model.devices import (
+    Catalog,
+    CatalogError,
+    DeviceSpec,
+    default_catalog,
+    normalise_name,
+    resolve,
+    spec_from_cuda_properties,
+)
+from cost_model.embedding import EMBEDDING_NAMES, embed, explain
+from cost_model.features import DerivedFeatures, FeatureError, FeatureExtractor
+from cost_model.model import CostModel, ModelError
+from cost_model.samples import Sample
+from cost_model.training import matching_workloads, samples_from_log
+from cost_model.transfer import TransferModel
+from cost_model.xgb import XGBCostModel
+
+__all__ = [
+    "EMBEDDING_NAMES",
+    "Catalog",
+    "CatalogError",
+    "CostModel",
+    "DerivedFeatures",
+    "DeviceSpec",
+    "FeatureError",
+    "FeatureExtractor",
+    "ModelError",
+    "Sample",
+    "TransferModel",
+    "XGBCostModel",
+    "default_catalog",
+    "embed",
+    "explain",
+    "matching_workloads",
+    "normalise_name",
+    "resolve",
+    "samples_from_log",
+    "spec_from_cuda_properties",
+]

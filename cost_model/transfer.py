@@ -1,0 +1,177 @@
+"""Transfer to a GPU: rank a space for a (workload, device) from what the log knows.
+
+With no trial of the target device, the model trained on the other devices ranks the target's
+space through the device-spec features (zero-shot). As target measurements arrive
+(:meth:`TransferModel.update`), they join the training data as the *target group*, whose
+weight grows with their number (see :mod:`cost_model.xgb`); the model refits on every update
+while the target is sparse.
+
+This is the API search strategies use::
+
+    model = TransferModel.from_log(tlog, space, workload, "NVIDIA RTX A4000")
+    order = model.rank()                  # dense indices, best predicted first
+    model.update(observations)            # objects with .index, .status, .time_ms
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+from cost_model.devices import DeviceSpec, resolve
+from cost_model.features import DerivedFeatures, FeatureExtractor
+from cost_model.model import CostModel, ModelError
+from cost_model.samples import Sample
+from cost_model.training import samples_from_log
+from cost_model.xgb import XGBCostModel
+from db import TuningLog
+from search_space.space import SearchSpace
+from search_space.workload import Workload
+
+__all__ = ["MIN_DEVICES_FOR_COLUMNS", "ObservationLike", "TransferModel"]
+
+#: source devices with known specs needed before device columns enter the trees
+MIN_DEVICES_FOR_COLUMNS = 5
+
+log = logging.getLogger(__name__)
+
+
+class ObservationLike(Protocol):
+    """A measurement of the space being tuned (``tuner.strategies.Observation`` fits)."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def time_ms(self) -> float | None: ...
+
+
+class TransferModel:
+    """A cost model bound to one space, workload and device: ranks that device's configs."""
+
+    def __init__(
+        self,
+        model: CostModel,
+        space: SearchSpace,
+        workload: Workload,
+        device: str,
+        spec: DeviceSpec | None,
+    ) -> None:
+        self.model = model
+        self.space = space
+        self.workload = workload
+        self.device = device
+        self.spec = spec
+        self._features: np.ndarray | None = None  # of the whole space, computed once
+
+    @classmethod
+    def from_log(
+        cls,
+        tlog: TuningLog,
+        space: SearchSpace,
+        workload: Workload,
+        device: str | DeviceSpec,
+        *,
+        device_features: bool | None = None,
+        operator: DerivedFeatures | None = None,
+        exclude_target_trials: bool = False,
+        **model_options: object,
+    ) -> TransferModel:
+        """Fit on every matching trial in the log (the target's own trials included, as the
+        target group, unless ``exclude_target_trials``). ``device`` is a name (resolved via the
+        device's stored spec, then the catalog) or a spec. An unknown device is not an error:
+        it is ranked with the spec-less embedding, with a warning.
+
+        ``device_features``: whether the device columns (embedding, occupancy, waves) enter
+        the trees; ``None`` (default) turns them on once the training data holds at least
+        :data:`MIN_DEVICES_FOR_COLUMNS` devices with known specs. With fewer, a tree cannot
+        tell an effect of a spec from the identity of a device: a split on a device column
+        sends an unseen GPU to whichever training GPU shares its side of the threshold, which
+        on the recorded spaces made zero-shot rankings worse than ignoring the device (see
+        docs/benchmarks.md). The spec still acts, through the similarity weighting of the
+        source devices (:mod:`cost_model.similarity`), whenever ``source_weighting`` is on."""
+        spec: DeviceSpec | None
+        if isinstance(device, DeviceSpec):
+            name, spec = device.name, device
+        else:
+            name = device
+            stored = tlog.get_device(name)
+            spec = resolve(name, stored.spec if stored else None)
+            if spec is None:
+                log.warning(
+                    "device %r is not in the catalog: ranking with the spec-less embedding "
+                    "(what the other devices share)",
+                    name,
+                )
+        samples = samples_from_log(
+            tlog, space.parameters, exclude_devices=[name] if exclude_target_trials else ()
+        )
+        samples = [_with_spec(s, name, spec) for s in samples]
+        if not any(s.ok for s in samples):
+            raise ModelError(
+                f"the log has no successful trial of a space with parameters {list(space.names)}"
+            )
+        if device_features is None:
+            known = {s.device for s in samples if s.spec is not None and s.device != name}
+            device_features = len(known) >= MIN_DEVICES_FOR_COLUMNS
+        extractor = FeatureExtractor(
+            space.parameters, device_features=device_features, operator=operator
+        )
+        model = XGBCostModel(
+            extractor,
+            target=(workload.key, name),
+            target_spec=spec,
+            **model_options,  # type: ignore[arg-type]
+        )
+        model.fit(samples)
+        return cls(model, space, workload, name, spec)
+
+    @property
+    def n_target(self) -> int:
+        """How many samples of the target (workload, device) the model holds."""
+        key = (self.workload.key, self.device)
+        return sum(1 for s in self.model.samples if s.group == key)
+
+    def predict(
+        self, indices: Sequence[int] | np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(score, uncertainty)`` of the configs at ``indices`` (all when ``None``)."""
+        if self._features is None:
+            self._features = self.model.extractor.for_space(
+                self.space, None, self.workload, self.spec
+            )
+        rows = (
+            self._features
+            if indices is None
+            else self._features[np.asarray(indices, dtype=np.int64)]
+        )
+        return self.model.predict(rows)
+
+    def rank(self, indices: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
+        """Dense indices (of ``indices``, or the whole space) ordered best predicted first;
+        ties keep index order, so the ranking is deterministic."""
+        idx = np.arange(len(self.space)) if indices is None else np.asarray(indices, dtype=np.int64)
+        score, _ = self.predict(idx)
+        return idx[np.argsort(-score, kind="stable")]
+
+    def update(self, observations: Sequence[ObservationLike]) -> bool:
+        """Add target measurements; returns whether the model refit."""
+        if not observations:
+            return False
+        configs = self.space.configs([int(o.index) for o in observations])
+        samples = [
+            Sample(c, self.workload, self.device, self.spec, o.status, o.time_ms)
+            for c, o in zip(configs, observations)
+        ]
+        return self.model.update(samples)
+
+
+def _with_spec(s: Sample, name: str, spec: DeviceSpec | None) -> Sample:
+    """The target's samples carry the spec the caller gave (it may be richer than the log's)."""
+    if s.device != name or s.spec is spec:
+        return s
+    return Sample(s.config, s.workload, s.device, spec, s.status, s.time_ms)
