@@ -1,15 +1,18 @@
-"""Where a job's search space and measurements come from: today, a recorded space.
+"""Where a job's search space and measurements come from: a recording, or the local GPU.
 
-``ReplaySource`` is everything a replay job needs, built from the job's options alone (the
-recording's path and digest, an optional T1 spec and extra constraints), so a job can be
-resumed, by the CLI or a server, from what the tuning log holds.
+A source is everything a job needs (the space, the workload, the device, a backend), built from
+the job's options alone, so a job can be resumed, by the CLI or a server, from what the tuning
+log holds. ``ReplaySource`` replays a recorded space (the recording's path and digest, an
+optional T1 spec, extra constraints); ``OperatorSource`` tunes an operator of
+:mod:`search_space.operators` (or a custom kernel from a T1 spec) on a local NVIDIA GPU through
+the ``cupy`` backend. :func:`open_source` rebuilds either from a job's backend and options.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Protocol, Sequence
 
 import numpy as np
 
@@ -18,9 +21,22 @@ from search_space.formats import FormatError, load_cache, load_t1
 from search_space.formats.kernel_tuner import RecordedSpace
 from search_space.space import SearchSpace
 from search_space.workload import Workload
+from tuner.measure.base import Backend
 from tuner.measure.replay import ReplayBackend
 
-__all__ = ["ReplaySource", "SourceError", "bundled_recordings", "resolve_recording"]
+if TYPE_CHECKING:
+    from search_space.operators import Operator
+    from tuner.measure.worker import TimingSettings
+
+__all__ = [
+    "OperatorSource",
+    "ReplaySource",
+    "Source",
+    "SourceError",
+    "bundled_recordings",
+    "open_source",
+    "resolve_recording",
+]
 
 BUNDLED = Path(__file__).resolve().parent.parent / "search_space" / "recorded"
 
@@ -45,8 +61,39 @@ def resolve_recording(name_or_path: str) -> Path:
     raise FormatError(f"{name_or_path}: no such file (nor a bundled recording: {', '.join(bundled_recordings())})")
 
 
+class Source(Protocol):
+    """What a job runs on. ``backend_name`` is stored with the job and picks the source class
+    again on resume; ``options()`` is all :func:`open_source` needs to rebuild it."""
+
+    backend_name: ClassVar[str]
+
+    @property
+    def space(self) -> SearchSpace: ...
+
+    @property
+    def workload(self) -> Workload: ...
+
+    @property
+    def device_name(self) -> str: ...
+
+    @property
+    def device_spec(self) -> dict[str, Any] | None: ...
+
+    @property
+    def optimum_ms(self) -> float | None:
+        """The best time known in advance (a recording's optimum), for reporting."""
+
+    @property
+    def description(self) -> str: ...
+
+    def options(self) -> dict[str, Any]: ...
+
+    def backend(self) -> Backend: ...
+
+
 @dataclass(frozen=True)
 class ReplaySource:
+    backend_name: ClassVar[str] = "replay"
     recording: RecordedSpace
     space: SearchSpace
     spec_path: Path | None
@@ -107,6 +154,168 @@ class ReplaySource:
 
     def backend(self) -> ReplayBackend:
         return ReplayBackend(self.recording, speed=self.speed)
+
+    @property
+    def device_name(self) -> str:
+        return self.recording.device_name
+
+    @property
+    def device_spec(self) -> dict[str, Any] | None:
+        return None
+
+    @property
+    def optimum_ms(self) -> float | None:
+        optimum = self.recording.optimum
+        return optimum.time_ms if optimum else None
+
+    @property
+    def description(self) -> str:
+        return f"replayed from {self.recording.path.name}"
+
+
+@dataclass(frozen=True)
+class OperatorSource:
+    """An operator's space on a local CUDA device, measured by the ``cupy`` backend.
+
+    The space's constraints come from the detected device's limits, so resuming checks that the
+    device and the space are the same as when the job started.
+    """
+
+    backend_name: ClassVar[str] = "cupy"
+    operator: Operator
+    workload: Workload
+    space: SearchSpace
+    device: int
+    spec: dict[str, Any]
+    constraints: tuple[str, ...] = ()
+    timeout_s: float = 30.0
+    settings: TimingSettings | None = None
+    t1: Path | None = None
+
+    @classmethod
+    def open(
+        cls,
+        op: str,
+        shape: str | Sequence[int] | None = None,
+        dtype: str = "float32",
+        layout: str = "",
+        *,
+        t1: str | Path | None = None,
+        device: int = 0,
+        constraints: Sequence[str] = (),
+        timeout_s: float = 30.0,
+        settings: TimingSettings | None = None,
+        detect: Callable[[], list[dict[str, Any]]] | None = None,
+    ) -> OperatorSource:
+        """Validate the operator and shape, detect the device, build the space.
+
+        ``op`` is a registered operator name, or ``custom`` with ``t1`` a T1 spec whose
+        ``KernelFile`` is the kernel. ``detect`` replaces device detection (tests)."""
+        from search_space import operators
+        from search_space.operators import DeviceLimits
+        from search_space.operators.custom import CustomOperator
+        from tuner.measure.detect import detect_devices
+        from tuner.measure.worker import TimingSettings
+
+        if not timeout_s > 0:
+            raise SourceError(f"timeout must be > 0 seconds, got {timeout_s}")
+        t1_path = None
+        if op == "custom":
+            if t1 is None:
+                raise SourceError("--op custom needs --spec T1.json (the kernel and its space)")
+            t1_path = Path(t1).expanduser().resolve()
+            custom = CustomOperator.from_t1(t1_path)
+            operator: Operator = custom
+            workload = custom.workload()
+        else:
+            if shape is None:
+                raise SourceError(f"operator {op!r} needs a shape")
+            operator = operators.get(op)
+            workload = operator.workload(shape, dtype, layout)
+        specs = (detect or detect_devices)()
+        if not 0 <= device < len(specs):
+            raise SourceError(f"no CUDA device {device} (this machine has {len(specs)})")
+        spec = specs[device]
+        space = operator.space(workload, DeviceLimits.from_spec(spec))
+        if constraints:
+            space = _restrict(space, constraints)
+        if len(space) == 0:
+            raise SourceError(f"no configuration of {workload.key} fits {spec.get('name')} under the constraints")
+        return cls(operator, workload, space, device, dict(spec), tuple(constraints), float(timeout_s),
+                   settings or TimingSettings(), t1_path)
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any], detect: Callable[[], list[dict[str, Any]]] | None = None) -> OperatorSource:
+        from tuner.measure.worker import TimingSettings
+
+        wl = Workload.from_key(options["workload"])
+        source = cls.open(
+            options["operator"], wl.shape, wl.dtype, wl.layout,
+            t1=options.get("t1"),
+            device=int(options.get("device", 0)),
+            constraints=options.get("constraints", ()),
+            timeout_s=float(options.get("timeout_s", 30.0)),
+            settings=TimingSettings(**options.get("timing", {})),
+            detect=detect,
+        )
+        if source.workload.key != wl.key:
+            raise SourceError(f"the job's workload {wl.key} is now {source.workload.key}: its kernel spec changed")
+        if options.get("device_name") and source.device_name != options["device_name"]:
+            raise SourceError(f"the job ran on {options['device_name']}, device {source.device} is {source.device_name}")
+        if options.get("space") and source.space.fingerprint() != options["space"]:
+            raise SourceError("the job's search space changed since it started (different device limits or ktune)")
+        return source
+
+    def options(self) -> dict[str, Any]:
+        return {
+            "operator": "custom" if self.t1 else self.operator.name,
+            "workload": self.workload.key,
+            "t1": str(self.t1) if self.t1 else None,
+            "device": self.device,
+            "device_name": self.device_name,
+            "constraints": list(self.constraints),
+            "timeout_s": self.timeout_s,
+            "timing": asdict(self.settings) if self.settings else {},
+            "space": self.space.fingerprint(),
+        }
+
+    @property
+    def device_name(self) -> str:
+        return str(self.spec.get("name", "unknown GPU"))
+
+    @property
+    def device_spec(self) -> dict[str, Any] | None:
+        return self.spec
+
+    @property
+    def optimum_ms(self) -> float | None:
+        return None
+
+    @property
+    def description(self) -> str:
+        return f"measured on CUDA device {self.device}"
+
+    def backend(self) -> Backend:
+        from tuner.measure.cupy_backend import CupyBackend
+        from tuner.measure.worker import TimingSettings
+
+        op: str | Operator = self.operator if self.t1 else self.operator.name
+        return CupyBackend(op, self.workload, devices=[self.device], settings=self.settings or TimingSettings(),
+                           timeout_s=self.timeout_s)
+
+
+_OPENERS: dict[str, Callable[[dict[str, Any]], Source]] = {
+    "replay": lambda options: ReplaySource.from_options(options),
+    "cupy": lambda options: OperatorSource.from_options(options),
+}
+
+
+def open_source(backend: str, options: dict[str, Any]) -> Source:
+    """Rebuild the source of a job from its stored backend name and options."""
+    opener = _OPENERS.get(backend)
+    if opener is None:
+        raise SourceError(f"backend {backend!r} is not one this ktune can run ({', '.join(_OPENERS)})")
+    return opener(options)
 
 
 def _restrict(space: SearchSpace, expressions: Sequence[str]) -> SearchSpace:

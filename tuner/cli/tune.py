@@ -1,4 +1,4 @@
-"""``ktune tune``: run a tuning job on a recorded space, or resume one."""
+"""``ktune tune``: run a tuning job on a recorded space or on the local GPU, or resume one."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from tuner.cli.common import CliError, DbOption, err, open_log, out
 from tuner.cli.output import format_config, format_duration, format_ms, job_document, write_json_atomic
 from tuner.jobs import JobRequest, create_job, run_job
 from tuner.loop import Batch, Outcome
-from tuner.sources import ReplaySource
+from tuner.measure.base import BackendError
+from tuner.sources import OperatorSource, ReplaySource, Source, SourceError, open_source
 
 __all__ = ["tune"]
 
@@ -30,7 +31,14 @@ _REASONS = {
 
 def tune(
     replay: Annotated[Optional[str], typer.Option("--replay", help="Kernel Tuner cache file (or bundled name) to replay.")] = None,
+    op: Annotated[Optional[str], typer.Option("--op", help="Operator to tune on the local GPU: matmul, conv2d, reduction, softmax, transpose, or custom (with --spec).")] = None,
     resume: Annotated[Optional[int], typer.Option("--resume", help="Resume job JOB where it stopped.")] = None,
+    demo: Annotated[bool, typer.Option("--demo", help="Tune fp16 matmul on the local GPU if there is one, else replay the bundled convolution_A4000 recording.")] = False,
+    shape: Annotated[Optional[str], typer.Option("--shape", help="Problem shape for --op, e.g. 4096x4096x4096 (matmul MxNxK).")] = None,
+    dtype: Annotated[str, typer.Option("--dtype", help="Data type for --op: float32 or float16.")] = "float32",
+    layout: Annotated[str, typer.Option("--layout", help="Layout for --op: NCHW/NHWC (conv2d), sum/max (reduction).")] = "",
+    device: Annotated[int, typer.Option("--device", help="CUDA device index for --op.")] = 0,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds one measurement may take on the GPU before its worker is killed.")] = 30.0,
     strategy: Annotated[str, typer.Option("--strategy", "-s", help="Search strategy (see `ktune strategies`).")] = "optuna",
     budget: Annotated[Optional[int], typer.Option("--budget", "-n", help="Maximum number of measurements.")] = None,
     time_budget: Annotated[Optional[float], typer.Option("--time-budget", help="Maximum tuning time in seconds (replayed GPU time for recordings).")] = None,
@@ -45,9 +53,10 @@ def tune(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     db: DbOption = None,
 ) -> None:
-    """Tune a recorded search space (``--replay``) or resume a stopped job (``--resume``)."""
-    if (replay is None) == (resume is None):
-        raise CliError("give exactly one of --replay FILE or --resume JOB")
+    """Tune a recorded space (``--replay``), an operator on the local GPU (``--op``), or resume
+    a stopped job (``--resume``)."""
+    if sum(x is not None for x in (replay, op, resume)) + demo != 1:
+        raise CliError("give exactly one of --replay FILE, --op OPERATOR, --demo or --resume JOB")
     if resume is not None:
         tlog = open_log(db)
         with tlog:
@@ -58,27 +67,56 @@ def tune(
                 out.print(f"job {resume} is already done ({job.n_trials} trials)")
                 _write_out(tlog, resume, out_file, None)
                 return
-            source = ReplaySource.from_options(job.spec.options)
-            _run(tlog, resume, source, job.spec.budget_trials, out_file, quiet)
+            try:
+                resumed = open_source(job.spec.backend, job.spec.options)
+            except SourceError as exc:
+                raise CliError(f"job {resume} cannot be resumed: {exc}") from None
+            _run(tlog, resume, resumed, job.spec.budget_trials, out_file, quiet)
         return
 
     # Validate every input before anything is written.
     limits = Budget(max_trials=budget, max_seconds=time_budget, target_ms=target, patience=patience)
-    source = ReplaySource.open(replay, spec=spec, constraints=constraint or (), speed=replay_speed)  # type: ignore[arg-type]
+    source: Source
+    if demo:
+        source = _demo_source(timeout, quiet)
+    elif op is not None:
+        if spec is not None and op != "custom":
+            raise CliError("--spec goes with --replay or --op custom")
+        source = OperatorSource.open(
+            op, shape, dtype, layout, t1=spec if op == "custom" else None, device=device,
+            constraints=constraint or (), timeout_s=timeout,
+        )
+    else:
+        source = ReplaySource.open(replay, spec=spec, constraints=constraint or (), speed=replay_speed)  # type: ignore[arg-type]
     request = JobRequest(source, strategy, limits, seed=seed, batch_size=batch)
     tlog = open_log(db)
     with tlog:
-        job = create_job(tlog, request)
+        job = create_job(tlog, request, state="running")
         _run(tlog, job.id, source, budget, out_file, quiet)
 
 
-def _run(tlog: TuningLog, job_id: int, source: ReplaySource, total: int | None, out_file: Path | None, quiet: bool) -> None:
+def _demo_source(timeout: float, quiet: bool) -> Source:
+    """fp16 matmul on the first GPU (fp32 before sm_80); without one, the bundled replay."""
+    from tuner.measure.detect import detect_devices
+
+    try:
+        specs = detect_devices()
+    except BackendError as exc:
+        if not quiet:
+            err.print(f"{exc}; replaying the bundled convolution_A4000 recording instead", markup=False)
+        return ReplaySource.open("convolution_A4000")
+    cc = str(specs[0].get("compute_capability", "0.0"))
+    dtype = "float16" if float(cc) >= 8.0 else "float32"
+    return OperatorSource.open("matmul", "2048x2048x2048", dtype, timeout_s=timeout, detect=lambda: specs)
+
+
+def _run(tlog: TuningLog, job_id: int, source: Source, total: int | None, out_file: Path | None, quiet: bool) -> None:
     job = tlog.get_job(job_id)
     assert job is not None
-    optimum = source.recording.optimum
+    optimum_ms = source.optimum_ms
     header = (
         f"job {job_id}: {job.spec.strategy} on {job.workload_key} @ {job.device_name} "
-        f"({len(source.space)} configs, replayed from {source.recording.path.name})"
+        f"({len(source.space)} configs, {source.description})"
     )
     if not quiet:
         err.print(header)
@@ -102,10 +140,10 @@ def _run(tlog: TuningLog, job_id: int, source: ReplaySource, total: int | None, 
         with progress:
             outcome = run_job(tlog, job_id, source=source, on_batch=[show])
     except KeyboardInterrupt:
-        _write_out(tlog, job_id, out_file, optimum.time_ms if optimum else None)
+        _write_out(tlog, job_id, out_file, optimum_ms)
         raise CliError(f"interrupted: job {job_id} keeps its trials; continue with `ktune tune --resume {job_id}`", 130) from None
-    _write_out(tlog, job_id, out_file, optimum.time_ms if optimum else None)
-    _summary(tlog, job_id, outcome, optimum.time_ms if optimum else None, out_file)
+    _write_out(tlog, job_id, out_file, optimum_ms)
+    _summary(tlog, job_id, outcome, optimum_ms, out_file)
 
 
 def _write_out(tlog: TuningLog, job_id: int, out_file: Path | None, optimum_ms: float | None) -> None:

@@ -1,0 +1,56 @@
+"""Operators: kernel templates with their spaces, launch geometry, inputs and references.
+
+``get(name)`` returns the operator registered under ``name`` (``matmul``, ``conv2d``,
+``reduction``, ``softmax``, ``transpose``); ``names()`` lists them. A user's own kernel is a
+:class:`~search_space.operators.custom.CustomOperator`, built from Python or a T1 spec.
+"""
+
+from __future__ import annotations
+
+from search_space.operators.base import (
+    Arguments,
+    DeviceLimits,
+    KernelSource,
+    Launch,
+    Operator,
+    OperatorError,
+    Tolerance,
+    parse_shape,
+)
+
+__all__ = [
+    "Arguments",
+    "DeviceLimits",
+    "KernelSource",
+    "Launch",
+    "Operator",
+    "OperatorError",
+    "Tolerance",
+    "get",
+    "names",
+    "parse_shape",
+]
+
+# name -> "module:Class", imported on first use
+REGISTRY: dict[str, str] = {
+    "matmul": "search_space.operators.matmul:Matmul",
+    "conv2d": "search_space.operators.conv2d:Conv2d",
+    "reduction": "search_space.operators.reduction:Reduction",
+    "softmax": "search_space.operators.softmax:Softmax",
+    "transpose": "search_space.operators.transpose:Transpose",
+}
+
+
+def names() -> list[str]:
+    return list(REGISTRY)
+
+
+def get(name: str) -> Operator:
+    """The operator called ``name``; :class:`OperatorError` naming the choices otherwise."""
+    from importlib import import_module
+
+    target = REGISTRY.get(name)
+    if target is None:
+        raise OperatorError(f"unknown operator {name!r} (choose from: {', '.join(REGISTRY)})")
+    module, cls = target.split(":")
+    return getattr(import_module(module), cls)()

@@ -1,0 +1,362 @@
+"""The :class:`Operator` interface: everything ktune needs to tune one kind of GPU kernel.
+
+An operator turns a :class:`~search_space.workload.Workload` into a search space (whose
+constraints come from the device's limits), renders CUDA C++ source for a config, gives the
+launch geometry, makes inputs and the reference result, and counts FLOPs and bytes.
+
+Kernel sources are self-contained CUDA C++ (no ``#include``: fp16 conversions, ``cp.async``,
+``ldmatrix`` and ``mma`` are inline PTX), so NVRTC and nvcc compile them identically. Config
+values reach the source as ``#define``s named like the parameters (Kernel Tuner's convention);
+template bodies define no macros of their own, so many configs can share one translation unit.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any, ClassVar
+
+import numpy as np
+
+from search_space.parameters import Config, Parameter, Value
+from search_space.space import SearchSpace
+from search_space.workload import Workload, WorkloadError
+
+__all__ = [
+    "Arguments",
+    "DeviceLimits",
+    "KernelSource",
+    "Launch",
+    "Operator",
+    "OperatorError",
+    "Tolerance",
+    "ceil_div",
+    "template",
+]
+
+
+class OperatorError(ValueError):
+    """An operator cannot serve the workload or config it was given."""
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@dataclass(frozen=True)
+class DeviceLimits:
+    """The per-block limits a launch must respect (the subset of a device spec spaces need).
+
+    ``shared_mem_per_block`` is the static ``__shared__`` limit; ``shared_mem_per_block_optin``
+    the most dynamic shared memory a kernel can opt in to.
+    """
+
+    name: str = "sm_80"
+    compute_capability: tuple[int, int] = (8, 0)
+    max_threads_per_block: int = 1024
+    shared_mem_per_block: int = 48 * 1024
+    shared_mem_per_block_optin: int = 163 * 1024
+    registers_per_block: int = 65536
+    max_registers_per_thread: int = 255
+    warp_size: int = 32
+    sm_count: int = 0
+    l2_bytes: int = 0
+
+    @property
+    def arch(self) -> str:
+        """``sm_80`` style target name for compilers."""
+        return f"sm_{self.compute_capability[0]}{self.compute_capability[1]}"
+
+    @classmethod
+    def for_arch(cls, arch: str) -> DeviceLimits:
+        """Limits of the reference GPU of a compute capability (``sm_80``: A100, ``sm_90``: H100)."""
+        try:
+            return _ARCH_LIMITS[arch]
+        except KeyError:
+            raise OperatorError(f"no reference limits for {arch!r} (known: {', '.join(_ARCH_LIMITS)})") from None
+
+    @classmethod
+    def from_spec(cls, spec: Any) -> DeviceLimits:
+        """Adapt a device spec: an object with attributes or a mapping (the cost model's
+        ``DeviceSpec``, whose sizes are in KiB, or the dict a CuPy worker detects, in bytes).
+        Missing fields keep this class's defaults."""
+        get = spec.get if isinstance(spec, Mapping) else (lambda k, d=None: getattr(spec, k, d))
+        values: dict[str, Any] = {}
+        for name, aliases in _SPEC_ALIASES.items():
+            for key, scale in ((name, 1), *aliases):
+                v = get(key, None)
+                if v is not None:
+                    values[name] = v * scale if scale != 1 else v
+                    break
+        cc = values.get("compute_capability")
+        if isinstance(cc, str):  # "8.0" or "sm_80"
+            digits = cc.removeprefix("sm_").replace(".", "")
+            if not digits.isdigit() or len(digits) < 2:
+                raise OperatorError(f"device spec: compute capability {cc!r} is not like 8.0")
+            values["compute_capability"] = (int(digits[:-1]), int(digits[-1]))
+        elif cc is not None:
+            values["compute_capability"] = (int(cc[0]), int(cc[1]))
+        for key, value in values.items():
+            if key not in ("name", "compute_capability"):
+                values[key] = int(value)
+        values.setdefault("shared_mem_per_block_optin", values.get("shared_mem_per_block", cls.shared_mem_per_block_optin))
+        return cls(**values)
+
+    def constants(self) -> dict[str, Value]:
+        """Names the constraint expressions of operator spaces use."""
+        return {
+            "max_threads": self.max_threads_per_block,
+            "max_static_smem": self.shared_mem_per_block,
+            "max_smem": max(self.shared_mem_per_block_optin, self.shared_mem_per_block),
+            "max_regs": self.registers_per_block,
+            "cc": self.compute_capability[0] * 10 + self.compute_capability[1],
+        }
+
+
+# field -> other names it goes by, with the factor to bytes (DeviceSpec sizes are in KiB)
+_SPEC_ALIASES: dict[str, tuple[tuple[str, int], ...]] = {
+    "name": (),
+    "compute_capability": (),
+    "max_threads_per_block": (),
+    "shared_mem_per_block": (("shared_memory_per_block_kib", 1024),),
+    "shared_mem_per_block_optin": (("shared_memory_per_block_optin_kib", 1024),),
+    "registers_per_block": (),
+    "max_registers_per_thread": (),
+    "warp_size": (),
+    "sm_count": (),
+    "l2_bytes": (("l2_cache_kib", 1024),),
+}
+
+_ARCH_LIMITS = {
+    "sm_75": DeviceLimits("sm_75", (7, 5), 1024, 48 * 1024, 64 * 1024, 65536, 255, 32, 40, 4 << 20),
+    "sm_80": DeviceLimits("sm_80", (8, 0), 1024, 48 * 1024, 163 * 1024, 65536, 255, 32, 108, 40 << 20),
+    "sm_86": DeviceLimits("sm_86", (8, 6), 1024, 48 * 1024, 99 * 1024, 65536, 255, 32, 84, 6 << 20),
+    "sm_89": DeviceLimits("sm_89", (8, 9), 1024, 48 * 1024, 99 * 1024, 65536, 255, 32, 128, 72 << 20),
+    "sm_90": DeviceLimits("sm_90", (9, 0), 1024, 48 * 1024, 227 * 1024, 65536, 255, 32, 132, 50 << 20),
+}
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Launch geometry: grid and block (x, y, z) and dynamic shared memory in bytes."""
+
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_mem: int = 0
+
+    @property
+    def threads_per_block(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+    @property
+    def blocks(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    """CUDA C++ for one config: ``defines`` (config values, problem constants, the entry point
+    name as ``KERNEL_NAME``) followed by ``body``; ``name`` is the entry point."""
+
+    name: str
+    body: str
+    defines: Mapping[str, Value] = field(default_factory=dict)
+    options: tuple[str, ...] = ()
+    #: False when the body must stand alone (user code with #include lines, C++ names)
+    batchable: bool = True
+
+    @property
+    def code(self) -> str:
+        return _define_lines(self.defines) + self.body
+
+    def renamed(self, name: str, namespace: str) -> str:
+        """The source with entry point ``name``, wrapped in ``namespace`` and followed by
+        ``#undef``s, so that several configs compile in one translation unit."""
+        if not self.batchable:
+            raise OperatorError(f"kernel {self.name!r} cannot share a translation unit")
+        defines = {**self.defines, "KERNEL_NAME": name}
+        undefs = "".join(f"#undef {k}\n" for k in defines)
+        return f"{_define_lines(defines)}namespace {namespace} {{\n{self.body}\n}}\n{undefs}"
+
+
+def _define_lines(defines: Mapping[str, Value]) -> str:
+    return "".join(f"#define {k} {_c_literal(v)}\n" for k, v in defines.items())
+
+
+def _c_literal(value: Value) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, float):
+        return repr(value) + "f" if math.isfinite(value) else ("(1.0f/0.0f)" if value > 0 else "(-1.0f/0.0f)")
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """``|out - ref| <= rtol * |ref| + atol * max|ref|`` elementwise (ref computed in float64);
+    with ``atol_relative`` False the last term is plain ``atol`` (``numpy.allclose``)."""
+
+    rtol: float
+    atol: float
+    atol_relative: bool = True
+
+    def check(self, out: np.ndarray, ref: np.ndarray) -> tuple[bool, float]:
+        """Whether ``out`` passes, and the worst ratio of error to allowed error."""
+        out64 = np.asarray(out, dtype=np.float64)
+        ref64 = np.asarray(ref, dtype=np.float64)
+        if out64.shape != ref64.shape:
+            out64 = out64.reshape(ref64.shape)
+        scale = float(np.max(np.abs(ref64))) if ref64.size and self.atol_relative else 1.0
+        allowed = self.rtol * np.abs(ref64) + self.atol * scale + np.finfo(np.float32).tiny
+        err = np.abs(out64 - ref64)
+        with np.errstate(invalid="ignore"):
+            ratio = np.where(np.isfinite(err), err / allowed, np.inf)
+        worst = float(np.max(ratio)) if ratio.size else 0.0
+        return worst <= 1.0, worst
+
+
+@dataclass(frozen=True)
+class Arguments:
+    """Kernel arguments in call order (host arrays and numpy scalars) and which arrays the
+    kernel writes (``outputs``: restored before each run, checked against the reference)."""
+
+    values: tuple[Any, ...]
+    outputs: tuple[int, ...]
+
+
+_DTYPES: dict[str, type[np.floating[Any]]] = {"float32": np.float32, "float16": np.float16}
+
+
+class Operator(ABC):
+    """One kind of kernel. Subclasses are stateless; each method takes the workload."""
+
+    name: ClassVar[str]
+    dtypes: ClassVar[tuple[str, ...]] = ("float32", "float16")
+    layouts: ClassVar[tuple[str, ...]] = ("",)
+    #: dimension names, in shape order (for messages and ``--shape`` help)
+    dims: ClassVar[tuple[str, ...]] = ()
+    summary: ClassVar[str] = ""
+
+    # --- workloads
+
+    def workload(self, shape: Sequence[int] | str, dtype: str = "float32", layout: str = "") -> Workload:
+        """A validated workload of this operator (``shape`` as ints or ``4096x4096``)."""
+        dims = parse_shape(shape) if isinstance(shape, str) else tuple(int(d) for d in shape)
+        layout = layout or self.layouts[0]
+        if dtype not in self.dtypes:
+            raise OperatorError(f"{self.name}: dtype {dtype!r} not supported (choose from: {', '.join(self.dtypes)})")
+        if layout not in self.layouts:
+            raise OperatorError(f"{self.name}: layout {layout!r} not supported (choose from: {', '.join(self.layouts)})")
+        dims = self.canonical_shape(dims)
+        try:
+            return Workload(self.name, dims, dtype, layout)
+        except WorkloadError as e:
+            raise OperatorError(str(e)) from None
+
+    def canonical_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        """Check the shape's rank and values; subclasses may fill in defaults."""
+        if len(shape) != len(self.dims):
+            raise OperatorError(
+                f"{self.name}: shape needs {len(self.dims)} dimensions ({'x'.join(self.dims)}), got {len(shape)}"
+            )
+        if any(d <= 0 for d in shape):
+            raise OperatorError(f"{self.name}: shape {shape} must be positive")
+        return shape
+
+    def check(self, workload: Workload) -> None:
+        if workload.operator != self.name:
+            raise OperatorError(f"workload {workload.key} is not a {self.name} workload")
+
+    def np_dtype(self, workload: Workload) -> type[np.floating[Any]]:
+        return _DTYPES[workload.dtype]
+
+    def item_bytes(self, workload: Workload) -> int:
+        return int(np.dtype(self.np_dtype(workload)).itemsize)
+
+    def matrix_space(self, workload: Workload, limits: DeviceLimits, parameters: Sequence[Parameter],
+                     constraints: Sequence[str]) -> SearchSpace:
+        """The space of a ``ROWSxCOLS`` operator: constraints may use ``ROWS``, ``COLS``,
+        ``elem_bytes`` and the limits' constants."""
+        self.check(workload)
+        rows, cols = workload.shape
+        constants = {**limits.constants(), "ROWS": rows, "COLS": cols, "elem_bytes": self.item_bytes(workload)}
+        return SearchSpace(parameters, constraints, constants=constants, name=workload.key)
+
+    # --- the interface
+
+    @abstractmethod
+    def space(self, workload: Workload, limits: DeviceLimits) -> SearchSpace:
+        """The configs worth measuring for ``workload`` on a device with ``limits``."""
+
+    @abstractmethod
+    def render(self, config: Config, workload: Workload) -> KernelSource:
+        """CUDA source of ``config`` specialised to ``workload``."""
+
+    @abstractmethod
+    def launch(self, config: Config, workload: Workload) -> Launch:
+        """Grid, block and dynamic shared memory of ``config``."""
+
+    @abstractmethod
+    def arguments(self, workload: Workload, rng: np.random.Generator) -> Arguments:
+        """Random inputs and initialised outputs, in kernel-argument order."""
+
+    @abstractmethod
+    def reference(self, workload: Workload, args: Arguments, xp: Any = np) -> list[Any]:
+        """Expected values of ``args.outputs`` in order, computed in float64 with ``xp``
+        (numpy, or cupy on a GPU) from the arrays of ``args``."""
+
+    @abstractmethod
+    def flops(self, workload: Workload) -> float:
+        """Useful floating-point operations of one run."""
+
+    @abstractmethod
+    def bytes_moved(self, workload: Workload) -> float:
+        """Compulsory DRAM traffic of one run: each input read and each output written once."""
+
+    def tolerance(self, workload: Workload) -> Tolerance:
+        return Tolerance(1e-4, 1e-5) if workload.dtype == "float32" else Tolerance(2e-3, 2e-3)
+
+    def derived_features(self, config: Config, workload: Workload) -> dict[str, float]:
+        """Operator-specific features of a config for the cost model (floats, by name)."""
+        launch = self.launch(config, workload)
+        return {
+            "threads_per_block": float(launch.threads_per_block),
+            "blocks": float(launch.blocks),
+            "dynamic_smem_bytes": float(launch.shared_mem),
+            "flops": float(self.flops(workload)),
+            "bytes": float(self.bytes_moved(workload)),
+        }
+
+    def coverage(self, config: Config, workload: Workload) -> np.ndarray:
+        """How many times the launch writes each output element (host emulation of the
+        kernel's index arithmetic); an exact cover is all ones."""
+        raise NotImplementedError(f"{self.name} has no host emulation of its index mapping")
+
+    def __repr__(self) -> str:
+        return f"<operator {self.name}>"
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    """``4096x4096x64`` -> (4096, 4096, 64); an :class:`OperatorError` for anything else."""
+    parts = text.strip().lower().split("x")
+    if not text.strip() or any(not re.fullmatch(r"[0-9]+", p) for p in parts):
+        raise OperatorError(f"shape {text!r} is not like 4096x4096 (positive integers joined by x)")
+    return tuple(int(p) for p in parts)  # zeros are the operator's to judge (conv padding)
+
+
+def template(name: str) -> str:
+    """The text of a CUDA template shipped in ``search_space/operators/cuda``."""
+    return resources.files("search_space.operators").joinpath(f"cuda/{name}").read_text(encoding="utf-8")
+
+
+def param_range(lo: int, hi: int) -> list[int]:
+    """Powers of two from ``lo`` to ``hi`` inclusive."""
+    out, v = [], lo
+    while v <= hi:
+        out.append(v)
+        v *= 2
+    return out

@@ -1,0 +1,125 @@
+"""``softmax``: row-wise softmax of x[ROWS][COLS]; shape ``ROWSxCOLS``; output in the input dtype.
+
+``method`` is ``online`` (one sweep for max and sum) or ``twopass``; ``cache_row`` keeps the
+row in registers so x is read once. Template: ``cuda/softmax.cu``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from search_space.operators.base import (
+    Arguments,
+    DeviceLimits,
+    KernelSource,
+    Launch,
+    Operator,
+    ceil_div,
+    param_range,
+    template,
+)
+from search_space.parameters import Config, Parameter
+from search_space.space import SearchSpace
+from search_space.workload import Workload
+
+__all__ = ["Softmax"]
+
+_PARAMS = [
+    Parameter.of("block_size_x", param_range(16, 1024)),
+    Parameter.of("block_size_y", param_range(1, 16)),
+    Parameter.of("vector_width", [1, 2, 4, 8]),
+    Parameter.of("method", ["online", "twopass"]),
+    Parameter.of("cache_row", [0, 1]),
+]
+
+_CONSTRAINTS = [
+    "32 <= block_size_x * block_size_y <= max_threads",
+    "vector_width * elem_bytes <= 16",
+    "COLS % vector_width == 0",
+    "block_size_x * vector_width <= max(COLS, 32)",
+    "cache_row == 0 or COLS <= 16 * block_size_x * vector_width",
+]
+
+
+class Softmax(Operator):
+    name = "softmax"
+    dims = ("ROWS", "COLS")
+    summary = "row-wise softmax; online or two-pass, row cached in registers or not"
+
+
+    def space(self, workload: Workload, limits: DeviceLimits) -> SearchSpace:
+        return self.matrix_space(workload, limits, _PARAMS, _CONSTRAINTS)
+
+    def render(self, config: Config, workload: Workload) -> KernelSource:
+        self.check(workload)
+        rows, cols = workload.shape
+        c: dict[str, Any] = dict(config)
+        items = ceil_div(cols, c["block_size_x"] * c["vector_width"]) if c["cache_row"] else 0
+        defines = {
+            "KERNEL_NAME": f"softmax_{workload.dtype}",
+            "KT_ROWS": rows,
+            "KT_COLS": cols,
+            "ELEM_T": "float" if workload.dtype == "float32" else "half_t",
+            "ONLINE": int(c["method"] == "online"),
+            "CACHE_ITEMS": items,
+            **{k: v for k, v in c.items() if k != "method"},
+        }
+        return KernelSource(str(defines["KERNEL_NAME"]), template("prelude.cuh") + template("softmax.cu"), defines)
+
+    def launch(self, config: Config, workload: Workload) -> Launch:
+        rows, _ = workload.shape
+        c: dict[str, Any] = dict(config)
+        return Launch((ceil_div(rows, c["block_size_y"]), 1, 1), (c["block_size_x"], c["block_size_y"], 1))
+
+    def arguments(self, workload: Workload, rng: np.random.Generator) -> Arguments:
+        rows, cols = workload.shape
+        dt = self.np_dtype(workload)
+        x = rng.uniform(-4, 4, (rows, cols)).astype(dt)
+        return Arguments((x, np.zeros((rows, cols), dtype=dt)), outputs=(1,))
+
+    def reference(self, workload: Workload, args: Arguments, xp: Any = np) -> list[Any]:
+        x = xp.asarray(args.values[0]).astype(xp.float64)
+        e = xp.exp(x - x.max(axis=1, keepdims=True))
+        return [e / e.sum(axis=1, keepdims=True)]
+
+    def flops(self, workload: Workload) -> float:
+        rows, cols = workload.shape
+        return 5.0 * rows * cols  # max, subtract, exp, sum, scale
+
+    def bytes_moved(self, workload: Workload) -> float:
+        rows, cols = workload.shape
+        return 2.0 * rows * cols * self.item_bytes(workload)
+
+    def derived_features(self, config: Config, workload: Workload) -> dict[str, float]:
+        _, cols = workload.shape
+        c: dict[str, Any] = dict(config)
+        sweeps = 1 if c["cache_row"] else (2 if c["method"] == "online" else 3)
+        return {
+            **super().derived_features(config, workload),
+            "elements_per_thread": cols / c["block_size_x"],
+            "load_bytes": float(c["vector_width"] * self.item_bytes(workload)),
+            "input_sweeps": float(sweeps),
+            "online": float(c["method"] == "online"),
+        }
+
+    def coverage(self, config: Config, workload: Workload) -> np.ndarray:
+        """How often each output element is written."""
+        rows, cols = workload.shape
+        c: dict[str, Any] = dict(config)
+        bx, by, vw = c["block_size_x"], c["block_size_y"], c["vector_width"]
+        counts = np.zeros((rows, cols), dtype=np.int32)
+        row_ids = (np.arange(ceil_div(rows, by))[:, None] * by + np.arange(by)[None, :]).ravel()
+        row_ids = row_ids[row_ids < rows]
+        step = bx * vw
+        if c["cache_row"]:
+            items = ceil_div(cols, step)
+            starts = (np.arange(bx)[:, None] * vw + np.arange(items)[None, :] * step).ravel()
+        else:
+            starts = np.concatenate([np.arange(tx * vw, cols, step) for tx in range(bx)])
+        starts = starts[starts < cols]
+        elems = (starts[:, None] + np.arange(vw)[None, :]).ravel()
+        for r in row_ids:
+            np.add.at(counts[r], elems, 1)
+        return counts

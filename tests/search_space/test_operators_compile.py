@@ -1,0 +1,54 @@
+"""Every operator template compiles for sm_80 and sm_90 in every config its space allows.
+
+A sample of 50 configs per operator, dtype and layout, of a realistic shape, is compiled with
+NVRTC (the compiler the GPU backend uses; nvcc when no NVRTC library is installed) and each
+must compile and be launchable by ptxas' account of its registers and shared memory.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from search_space.operators import DeviceLimits, get
+from tuner.measure.static import CompilerUnavailable, analyze, default_compiler, launch_problem
+
+CASES = [
+    ("matmul", "4096x4096x4096", "float32", ""),
+    ("matmul", "4096x4096x4096", "float16", ""),
+    ("conv2d", "8x64x56x56x128x3x3x1x1x1x1x1x1", "float32", "NCHW"),
+    ("conv2d", "8x64x56x56x128x3x3x1x1x1x1x1x1", "float16", "NHWC"),
+    ("reduction", "4096x4096", "float32", "sum"),
+    ("reduction", "4096x4096", "float16", "max"),
+    ("softmax", "4096x1000", "float32", ""),
+    ("softmax", "4096x4096", "float16", ""),
+    ("transpose", "4096x4096", "float32", ""),
+    ("transpose", "4096x2048", "float16", ""),
+    ("matmul", "1001x1003x999", "float16", ""),  # odd: synchronous copies (vector_width 1)
+]
+
+
+@pytest.fixture(scope="module")
+def compiler():
+    try:
+        return default_compiler()
+    except CompilerUnavailable as exc:
+        pytest.skip(f"no CUDA compiler: {exc}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize(("name", "shape", "dtype", "layout"), CASES, ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in CASES])
+def test_sampled_configs_compile_and_fit_the_device(compiler, arch: str, name: str, shape: str, dtype: str, layout: str) -> None:
+    op = get(name)
+    workload = op.workload(shape, dtype, layout)
+    limits = DeviceLimits.for_arch(arch)
+    space = op.space(workload, limits)
+    configs = space.configs(space.sample(50, np.random.default_rng(7)))
+    assert len(configs) == min(50, len(space)) >= 50
+    infos = analyze([op.render(c, workload) for c in configs], arch, compiler=compiler)
+    failed = [(c, i.error) for c, i in zip(configs, infos) if not i.ok]
+    assert not failed, f"{len(failed)} allowed configs do not compile, e.g. {failed[0]}"
+    blocked = [(c, p) for c, i in zip(configs, infos) if (p := launch_problem(i, op.launch(c, workload), limits))]
+    assert not blocked, f"allowed configs that cannot launch: {blocked[:2]}"
+    assert all(i.registers > 0 for i in infos)

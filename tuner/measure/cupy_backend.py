@@ -1,0 +1,81 @@
+"""The ``cupy`` backend: configs compiled with NVRTC and timed on the local NVIDIA GPU(s).
+
+Measurement runs in worker processes (:class:`~tuner.measure.pool.WorkerPool`, one per GPU,
+each holding its CUDA context) built by :func:`~tuner.measure.worker.make_measurer`. What a
+worker cannot answer becomes a status, never an exception: a worker that dies is a
+``runtime_error``, one that does not answer within ``timeout_s`` a ``timeout``; either way it
+is replaced and the job goes on.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from search_space.operators import Operator
+from search_space.parameters import Config
+from search_space.workload import Workload
+from tuner.measure.base import Backend, BackendError, Measurement, Status
+from tuner.measure.pool import Factory, TaskResult, WorkerPool
+from tuner.measure.worker import MeasureSpec, TimingSettings, make_measurer
+
+__all__ = ["CupyBackend"]
+
+
+class CupyBackend(Backend):
+    name = "cupy"
+
+    def __init__(
+        self,
+        operator: str | Operator,
+        workload: Workload,
+        *,
+        devices: Sequence[int] = (0,),
+        settings: TimingSettings | None = None,
+        timeout_s: float = 30.0,
+        seed: int = 0,
+        factory: Factory | None = None,
+    ) -> None:
+        """``factory`` replaces the GPU measurer (tests plant crashing or hanging ones)."""
+        spec = MeasureSpec(operator, workload.key, settings or TimingSettings(), seed)
+        self.workload = workload
+        self.pool = WorkerPool(factory or functools.partial(make_measurer, spec), slots=list(devices), timeout_s=timeout_s)
+        try:
+            self.spec: dict[str, Any] = dict(self.pool.hello() or {})
+        except BackendError:
+            self.pool.close()
+            raise
+        self.timeout_s = timeout_s
+
+    @property
+    def device_name(self) -> str:
+        return str(self.spec.get("name", "unknown GPU"))
+
+    def measure(self, configs: Sequence[Config]) -> list[Measurement]:
+        return [self._measurement(c, r) for c, r in zip(configs, self.pool.map([dict(c) for c in configs]))]
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def _measurement(self, config: Config, result: TaskResult) -> Measurement:
+        if result.status == "timeout":
+            return Measurement(dict(config), Status.TIMEOUT, cost_s=result.seconds, error=result.error)
+        if result.status != "ok":  # crashed, or the measurement code raised
+            return Measurement(dict(config), Status.RUNTIME_ERROR, cost_s=result.seconds, error=result.error)
+        v = result.value
+        status = Status(v["status"])
+        extra = dict(v.get("extra") or {})
+        if result.restarted:
+            extra["worker_restarted"] = True
+        return Measurement(
+            config=dict(config),
+            status=status,
+            time_ms=v.get("time_ms") if status is Status.OK else None,
+            times_ms=tuple(v.get("times_ms") or ()),
+            compile_ms=float(v.get("compile_ms", 0.0)),
+            bench_ms=float(v.get("bench_ms", 0.0)),
+            cost_s=result.seconds,
+            error=str(v.get("error", "")),
+            extra=extra,
+        )

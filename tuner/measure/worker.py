@@ -1,0 +1,254 @@
+"""The GPU side of the CuPy backend: compile, run, check and time one config (in a worker).
+
+:class:`GpuMeasurer` is built inside a worker process (see :mod:`tuner.measure.pool`): it
+selects its device, uploads the operator's arguments, computes the reference on the GPU in
+float64, and keeps pristine copies of the outputs. Each call then
+
+1. compiles the config with NVRTC through ``cupy.RawModule`` (cached per source and options);
+2. checks the launch against the compiled kernel's limits (threads, registers, shared memory);
+3. runs it once on restored outputs and compares with the reference (:class:`Tolerance` of
+   the operator): a mismatch is ``wrong_result`` and the config is not timed;
+4. times it with CUDA events: warm-up runs, then repeats until both a minimum count and a
+   minimum total time, each preceded (outside the timed span) by restoring the outputs (for
+   in-place and accumulating kernels) and overwriting a buffer twice the size of the L2 cache.
+
+CUDA errors after the launch poison the context (illegal address, ...): the answer then asks
+the pool to replace the worker (:class:`WorkerReply` ``restart``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from search_space.operators import Operator
+from search_space.operators import get as get_operator
+from search_space.parameters import Config
+from search_space.workload import Workload
+from tuner.measure.pool import WorkerReply
+
+__all__ = ["GpuMeasurer", "MeasureSpec", "TimingSettings", "make_measurer", "time_gpu"]
+
+# Launch errors that leave the context usable (the launch was refused, nothing ran).
+_RECOVERABLE = ("INVALID_VALUE", "OUT_OF_RESOURCES", "INVALID_CONFIGURATION", "InvalidValue",
+                "LaunchOutOfResources", "InvalidConfiguration", "TOO_MANY_RESOURCES")
+
+
+@dataclass(frozen=True)
+class TimingSettings:
+    """How a config is timed: ``min_repeats`` and ``min_time_s`` must both be reached (at most
+    ``max_repeats`` runs); ``warmup`` runs come first; the L2 is flushed before each run."""
+
+    warmup: int = 3
+    min_repeats: int = 10
+    min_time_s: float = 0.05
+    max_repeats: int = 1000
+    flush_l2: bool = True
+
+    def __post_init__(self) -> None:
+        if self.min_repeats < 1 or self.max_repeats < self.min_repeats or self.warmup < 0 or self.min_time_s < 0:
+            raise ValueError(f"inconsistent timing settings {self}")
+
+
+@dataclass(frozen=True)
+class MeasureSpec:
+    """What a worker measures: an operator (registered name or an :class:`Operator`, e.g. a
+    custom one), the workload, timing settings and the seed of the inputs."""
+
+    operator: str | Operator
+    workload_key: str
+    settings: TimingSettings = TimingSettings()
+    seed: int = 0
+
+
+def make_measurer(spec: MeasureSpec, slot: int) -> GpuMeasurer:
+    """Pool factory: ``functools.partial(make_measurer, spec)``; slot = device index."""
+    return GpuMeasurer(spec, slot)
+
+
+def time_gpu(run: Callable[[], Any], settings: TimingSettings, before: Callable[[], Any] | None = None,
+             l2_bytes: int = 0) -> list[float]:
+    """Milliseconds of each timed ``run()`` (CUDA events), ``before()`` and an L2 flush untimed."""
+    import cupy as cp
+
+    flush = cp.empty(max(2 * l2_bytes, 1), dtype=cp.uint8) if settings.flush_l2 and l2_bytes else None
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    for _ in range(settings.warmup):
+        if before is not None:
+            before()
+        run()
+    cp.cuda.Device().synchronize()
+    times: list[float] = []
+    while len(times) < settings.max_repeats:
+        if before is not None:
+            before()
+        if flush is not None:
+            flush.fill(len(times) % 251)
+        start.record()
+        run()
+        end.record()
+        end.synchronize()
+        times.append(float(cp.cuda.get_elapsed_time(start, end)))
+        if len(times) >= settings.min_repeats and sum(times) / 1000.0 >= settings.min_time_s:
+            break
+    return times
+
+
+class GpuMeasurer:
+    """Measures configs of one workload on one device; built in the worker process."""
+
+    def __init__(self, spec: MeasureSpec, device: int) -> None:
+        import cupy as cp
+
+        from tuner.measure.detect import device_spec
+
+        self.cp = cp
+        cp.cuda.Device(device).use()
+        self.device = device
+        self.spec = spec
+        self.info = device_spec(device)
+        op = spec.operator
+        self.op: Operator = get_operator(op) if isinstance(op, str) else op
+        self.workload = Workload.from_key(spec.workload_key)
+        host = self.op.arguments(self.workload, np.random.default_rng(spec.seed))
+        self.args = [cp.asarray(v) if isinstance(v, np.ndarray) else v for v in host.values]
+        self.outputs = host.outputs
+        self.pristine = {i: self.args[i].copy() for i in self.outputs}
+        refs = self.op.reference(self.workload, host, xp=cp)
+        self.references = dict(zip(self.outputs, refs))
+        self.tolerance = self.op.tolerance(self.workload)
+        self.constants: dict[str, np.ndarray] = dict(getattr(self.op, "constant_memory", {}) or {})
+        self._modules: dict[tuple[str, tuple[str, ...]], Any] = {}
+        cp.cuda.Device().synchronize()
+
+    def hello(self) -> dict[str, Any]:
+        return self.info
+
+    def __call__(self, config: Config) -> dict[str, Any] | WorkerReply:
+        cp = self.cp
+        result: dict[str, Any] = {"status": "ok", "time_ms": None, "times_ms": [], "compile_ms": 0.0,
+                                  "bench_ms": 0.0, "error": "", "extra": {}}
+        source = self.op.render(config, self.workload)
+        launch = self.op.launch(config, self.workload)
+        started = time.perf_counter()
+        try:
+            kernel = self._compile(source.code, source.options, source.name)
+        except Exception as exc:  # noqa: BLE001 - CompileException and friends: a compile error
+            result.update(status="compile_error", error=_first_lines(str(exc)))
+            result["compile_ms"] = (time.perf_counter() - started) * 1000
+            return result
+        result["compile_ms"] = (time.perf_counter() - started) * 1000
+        attrs = _attributes(cp, kernel)
+        result["extra"] = {"registers": attrs["registers"], "static_smem_bytes": attrs["shared"],
+                           "local_bytes": attrs["local"]}
+        problem = self._launch_problem(launch, attrs, kernel)
+        if problem:
+            result.update(status="runtime_error", error=f"cannot launch: {problem}")
+            return result
+        args = tuple(self.args)
+
+        def run() -> None:
+            kernel(launch.grid, launch.block, args, shared_mem=launch.shared_mem)
+
+        def restore() -> None:
+            for i, p in self.pristine.items():
+                self.args[i][...] = p
+
+        bench = time.perf_counter()
+        try:
+            restore()
+            run()
+            cp.cuda.Device().synchronize()
+            worst = self._check()
+            result["extra"]["max_error_ratio"] = worst
+            if worst > 1.0:
+                result.update(status="wrong_result",
+                              error=f"output differs from the reference: worst error {worst:.3g} x the tolerance "
+                                    f"(rtol {self.tolerance.rtol:g}, atol {self.tolerance.atol:g})")
+            else:
+                times = time_gpu(run, self.spec.settings, restore, int(self.info.get("l2_bytes", 0)))
+                result.update(times_ms=times, time_ms=float(np.median(times)))
+        except cp.cuda.runtime.CUDARuntimeError as exc:
+            return self._cuda_failure(result, exc)
+        except cp.cuda.driver.CUDADriverError as exc:
+            return self._cuda_failure(result, exc)
+        finally:
+            result["bench_ms"] = (time.perf_counter() - bench) * 1000
+        return result
+
+    # --- internals
+
+    def _compile(self, code: str, options: tuple[str, ...], name: str) -> Any:
+        key = (code, options)
+        module = self._modules.get(key)
+        if module is None:
+            module = self.cp.RawModule(code=code, options=options, backend="nvrtc")
+            self._modules[key] = module
+        kernel = module.get_function(name)  # compiles (NVRTC) on first use
+        for cname, data in self.constants.items():
+            ptr = module.get_global(cname)
+            view = self.cp.ndarray(data.shape, data.dtype, ptr)
+            view[...] = self.cp.asarray(data)
+        return kernel
+
+    def _launch_problem(self, launch: Any, attrs: dict[str, int], kernel: Any) -> str | None:
+        cp = self.cp
+        if launch.threads_per_block > attrs["max_threads"]:
+            return (f"{launch.threads_per_block} threads per block > {attrs['max_threads']} "
+                    f"(the kernel uses {attrs['registers']} registers)")
+        if launch.shared_mem > 48 * 1024:
+            optin = int(self.info.get("shared_mem_per_block_optin", 0))
+            if attrs["shared"] + launch.shared_mem > optin:
+                return f"{attrs['shared'] + launch.shared_mem} bytes of shared memory > {optin}"
+        return None if launch.shared_mem == 0 else _set_dynamic_smem(cp, kernel, launch.shared_mem)
+
+    def _check(self) -> float:
+        worst = 0.0
+        for i, ref in self.references.items():
+            if ref is None:
+                continue
+            _, ratio = self.tolerance.check(self.cp.asnumpy(self.args[i]), self.cp.asnumpy(ref))
+            worst = max(worst, ratio)
+        return worst
+
+    def _cuda_failure(self, result: dict[str, Any], exc: Exception) -> WorkerReply:
+        text = str(exc)
+        result.update(status="runtime_error", error=_first_lines(text), time_ms=None, times_ms=[])
+        sticky = not any(code in text for code in _RECOVERABLE) or not self._healthy()
+        return WorkerReply(result, restart=sticky)
+
+    def _healthy(self) -> bool:
+        try:
+            self.cp.cuda.Device().synchronize()
+            self.cp.zeros(1).sum().item()
+            return True
+        except Exception:  # noqa: BLE001 - any failure means the context is gone
+            return False
+
+
+def _attributes(cp: Any, kernel: Any) -> dict[str, int]:
+    drv = cp.cuda.driver
+
+    def get(attr: int) -> int:
+        return int(drv.funcGetAttribute(attr, kernel.ptr))
+
+    # CUfunction_attribute: 0 max threads per block, 1 static smem, 3 local bytes, 4 registers
+    return {"max_threads": get(0), "shared": get(1), "local": get(3), "registers": get(4)}
+
+
+def _set_dynamic_smem(cp: Any, kernel: Any, size: int) -> str | None:
+    try:  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+        cp.cuda.driver.funcSetAttribute(kernel.ptr, 8, size)
+    except Exception as exc:  # noqa: BLE001 - the device refuses that much dynamic smem
+        return f"{size} bytes of dynamic shared memory refused: {exc}"
+    return None
+
+
+def _first_lines(text: str, n: int = 6) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return "\n".join(lines[:n])[:2000]
+
