@@ -14,9 +14,10 @@ from typing import Callable, Sequence
 from db import JobRecord, JobSpec, TrialIn, TuningLog
 from tuner import strategies
 from tuner.budget import Budget
+from tuner.context import search_context
 from tuner.loop import Batch, Outcome, Tuner
 from tuner.resume import restore
-from tuner.sources import ReplaySource
+from tuner.sources import Source, SourceError, open_source
 
 __all__ = ["JobError", "JobRequest", "create_job", "run_job", "budget_of", "toolchain"]
 
@@ -29,9 +30,10 @@ class JobError(ValueError):
 
 @dataclass(frozen=True)
 class JobRequest:
-    """A validated request for a replay job (see :meth:`ReplaySource.open`)."""
+    """A validated request for a job on a source (:class:`~tuner.sources.ReplaySource`,
+    :class:`~tuner.sources.OperatorSource`)."""
 
-    source: ReplaySource
+    source: Source
     strategy: str
     budget: Budget
     seed: int | None = None
@@ -54,6 +56,12 @@ def toolchain() -> dict[str, str]:
     return {"ktune": ktune_version, "python": platform.python_version()}
 
 
+def _device_versions(source: Source) -> dict[str, str]:
+    """CUDA runtime and driver versions of a real device (none for replays)."""
+    spec = source.device_spec or {}
+    return {k: str(spec[k]) for k in ("cuda_runtime", "cuda_driver") if k in spec}
+
+
 def budget_of(job: JobRecord) -> Budget:
     return Budget(
         max_trials=job.spec.budget_trials,
@@ -63,10 +71,18 @@ def budget_of(job: JobRecord) -> Budget:
     )
 
 
-def create_job(tlog: TuningLog, request: JobRequest) -> JobRecord:
-    """Record a queued job; nothing is measured yet."""
+def create_job(tlog: TuningLog, request: JobRequest, *, state: str = "queued") -> JobRecord:
+    """Record a job; nothing is measured yet. ``queued`` jobs are for runners to claim; a
+    caller that runs the job itself at once (the CLI) creates it ``running``, so no runner
+    sharing the log can claim it in between."""
     source = request.source
-    device = tlog.get_or_create_device(source.recording.device_name)
+    spec = source.device_spec
+    if spec:
+        device = tlog.get_or_create_device(
+            source.device_name, str(spec.get("vendor", "")), str(spec.get("architecture", "")), spec
+        )
+    else:
+        device = tlog.get_or_create_device(source.device_name)
     wl = source.workload
     workload = tlog.get_or_create_workload(
         wl.key, wl.operator, wl.shape, wl.dtype, wl.layout, space=source.space.to_dict()
@@ -74,10 +90,10 @@ def create_job(tlog: TuningLog, request: JobRequest) -> JobRecord:
     options = source.options()
     if request.budget.patience is not None:
         options["patience"] = request.budget.patience
-    spec = JobSpec(
+    job_spec = JobSpec(
         workload_id=workload.id,
         device_id=device.id,
-        backend="replay",
+        backend=source.backend_name,
         strategy=request.strategy,
         seed=request.seed,
         batch_size=request.batch_size,
@@ -86,14 +102,14 @@ def create_job(tlog: TuningLog, request: JobRequest) -> JobRecord:
         target_ms=request.budget.target_ms,
         options=options,
     )
-    return tlog.create_job(spec)
+    return tlog.create_job(job_spec, state=state)
 
 
 def run_job(
     tlog: TuningLog,
     job_id: int,
     *,
-    source: ReplaySource | None = None,
+    source: Source | None = None,
     on_batch: Sequence[Callable[[Batch], None]] = (),
     should_stop: Callable[[], bool] | None = None,
 ) -> Outcome:
@@ -107,18 +123,25 @@ def run_job(
         raise JobError(f"no job {job_id} in the tuning log")
     if job.state == "done":
         raise JobError(f"job {job_id} is already done ({job.n_trials} trials)")
-    if job.spec.backend != "replay":
-        raise JobError(f"job {job_id} has backend {job.spec.backend!r}, which this ktune cannot run")
-    source = source or ReplaySource.from_options(job.spec.options)
+    if source is None:
+        try:
+            source = open_source(job.spec.backend, job.spec.options)
+        except SourceError as exc:
+            raise JobError(f"job {job_id}: {exc}") from None
     space, spec = source.space, job.spec
     trials = tlog.job_trials(job_id)
+    uses_log = strategies.get(spec.strategy).uses_log
+    context = search_context(tlog, job, space, source.workload, with_prior=uses_log)
     strategy, state, exact = restore(
-        space, lambda: strategies.create(spec.strategy, space, seed=spec.seed), trials, spec.batch_size
+        space,
+        lambda: strategies.create(spec.strategy, space, seed=spec.seed, context=context),
+        trials,
+        spec.batch_size,
     )
     if trials and not exact:
         log.warning("job %d: strategy replay diverged; restored from %d trials instead", job_id, len(trials))
     backend = source.backend()
-    versions = toolchain()
+    versions = {**toolchain(), **_device_versions(source)}
 
     def write(batch: Batch) -> None:
         rows = [

@@ -9,13 +9,16 @@ from __future__ import annotations
 import importlib
 
 from search_space.space import SearchSpace
-from tuner.strategies.base import Observation, Strategy, StrategyError
+from tuner.strategies.base import Observation, SearchContext, Strategy, StrategyError
 
-__all__ = ["REGISTRY", "Observation", "Strategy", "StrategyError", "create", "get", "names"]
+__all__ = ["REGISTRY", "Observation", "SearchContext", "Strategy", "StrategyError", "create", "get", "names"]
 
 REGISTRY: dict[str, str] = {
     "random": "tuner.strategies.random_search:RandomSearch",
     "optuna": "tuner.strategies.optuna_tpe:OptunaTPE",
+    "annealing": "tuner.strategies.annealing:ModelAnnealing",
+    "rl": "tuner.strategies.rl:ReinforcementSearch",
+    "auto": "tuner.strategies.auto:AutoSearch",
 }
 
 
@@ -38,6 +41,6 @@ def get(name: str) -> type[Strategy]:
     return cls
 
 
-def create(name: str, space: SearchSpace, *, seed: int | None = None) -> Strategy:
-    """Instantiate strategy ``name`` on ``space``."""
-    return get(name)(space, seed=seed)
+def create(name: str, space: SearchSpace, *, seed: int | None = None, context: SearchContext | None = None) -> Strategy:
+    """Instantiate strategy ``name`` on ``space`` (``context``: see :class:`SearchContext`)."""
+    return get(name)(space, seed=seed, context=context)

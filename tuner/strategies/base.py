@@ -11,13 +11,18 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import ClassVar, Sequence
+from typing import TYPE_CHECKING, ClassVar, Sequence
 
 import numpy as np
 
 from search_space.space import SearchSpace
+from search_space.workload import Workload
 
-__all__ = ["Observation", "Strategy", "StrategyError"]
+if TYPE_CHECKING:
+    from cost_model.devices import DeviceSpec
+    from cost_model.samples import Sample
+
+__all__ = ["Observation", "SearchContext", "Strategy", "StrategyError"]
 
 
 class StrategyError(ValueError):
@@ -37,6 +42,19 @@ class Observation:
         return self.status == "ok" and self.time_ms is not None
 
 
+@dataclass(frozen=True)
+class SearchContext:
+    """What a strategy may know beyond its space: the job's workload and device, and the
+    measurements of the same space that the tuning log held when the job was created (other
+    devices, other workloads, earlier jobs; never this job's own trials). Strategies that
+    transfer knowledge read ``prior``; the others ignore the context."""
+
+    workload: Workload | None = None
+    device: str = ""
+    spec: "DeviceSpec | None" = None
+    prior: tuple["Sample", ...] = ()
+
+
 class Strategy(ABC):
     """Base class of every search strategy.
 
@@ -49,11 +67,14 @@ class Strategy(ABC):
     name: ClassVar[str] = ""
     #: one line for ``ktune strategies``
     summary: ClassVar[str] = ""
+    #: whether the strategy reads ``context.prior`` (the job then loads it from the log)
+    uses_log: ClassVar[bool] = False
 
-    def __init__(self, space: SearchSpace, *, seed: int | None = None) -> None:
+    def __init__(self, space: SearchSpace, *, seed: int | None = None, context: SearchContext | None = None) -> None:
         self.check_space(space)
         self.space = space
         self.seed = seed
+        self.context = context or SearchContext()
         self.rng = np.random.default_rng(seed)
 
     @classmethod

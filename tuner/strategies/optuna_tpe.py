@@ -20,7 +20,7 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution, IntD
 from optuna.trial import Trial, TrialState
 
 from search_space.space import SearchSpace
-from tuner.strategies.base import Observation, Strategy
+from tuner.strategies.base import Observation, SearchContext, Strategy
 
 __all__ = ["OptunaTPE"]
 
@@ -34,8 +34,15 @@ class OptunaTPE(Strategy):
     #: proposals tried per slot before falling back to an unmeasured neighbour
     max_retries = 8
 
-    def __init__(self, space: SearchSpace, *, seed: int | None = None, n_startup_trials: int = 10) -> None:
-        super().__init__(space, seed=seed)
+    def __init__(
+        self,
+        space: SearchSpace,
+        *,
+        seed: int | None = None,
+        context: SearchContext | None = None,
+        n_startup_trials: int = 10,
+    ) -> None:
+        super().__init__(space, seed=seed, context=context)
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         sampler = optuna.samplers.TPESampler(
             seed=seed, n_startup_trials=n_startup_trials, multivariate=True, constant_liar=True

@@ -6,7 +6,8 @@ from typing import Sequence
 
 import numpy as np
 
-from tuner.strategies.base import Observation, Strategy
+from search_space.space import SearchSpace
+from tuner.strategies.base import Observation, SearchContext, Strategy
 
 __all__ = ["RandomSearch"]
 
@@ -15,8 +16,8 @@ class RandomSearch(Strategy):
     name = "random"
     summary = "uniform sampling of valid configurations without replacement"
 
-    def __init__(self, space, *, seed: int | None = None) -> None:  # type: ignore[no-untyped-def]
-        super().__init__(space, seed=seed)
+    def __init__(self, space: SearchSpace, *, seed: int | None = None, context: SearchContext | None = None) -> None:
+        super().__init__(space, seed=seed, context=context)
         self._seen: set[int] = set()
 
     def ask(self, n: int) -> list[int]:

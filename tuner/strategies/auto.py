@@ -1,0 +1,34 @@
+"""ktune's default: every proposal source pooled, adaptive sampling picks the batch.
+
+Sources: the best unmeasured configs by acquisition over the whole space (or a large sample of
+it), one-knob neighbours of the best measurements, model-based annealing, and the PPO agent.
+With measurements of the same space in the log (other GPUs), the first batch is already ranked
+by the transferred model.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from search_space.space import SearchSpace
+from tuner.proposals.rl_agent import KnobMoveAgent
+from tuner.strategies.base import SearchContext
+from tuner.strategies.model_guided import ModelGuided
+
+__all__ = ["AutoSearch"]
+
+
+class AutoSearch(ModelGuided):
+    name = "auto"
+    summary = "pooled proposals (model ranking, local moves, annealing, PPO agent) + adaptive sampling"
+
+    def __init__(self, space: SearchSpace, *, seed: int | None = None, context: SearchContext | None = None) -> None:
+        super().__init__(space, seed=seed, context=context)
+        self.agent = KnobMoveAgent(space, self.rng)
+
+    def _candidates(self, n: int, taken: set[int]) -> np.ndarray:
+        parts = [self.top_predicted(4 * n, taken), self.local(2 * n, taken), self.annealed(2 * n, taken)]
+        starts = np.concatenate([self.best_measured(8), self.space.sample(8, self.rng)])
+        found, _ = self.agent.propose(self.score, starts, n=2 * n + len(taken))
+        parts.append(found[~np.isin(found, np.fromiter(taken, np.int64))][: 2 * n])
+        return np.concatenate(parts)

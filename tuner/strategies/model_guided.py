@@ -1,0 +1,210 @@
+"""Search on a cost model: propose from sources, pick a diverse batch, learn, repeat.
+
+The base of ktune's model-guided strategies. An XGBoost cost model (``cost_model.xgb``) is
+trained on this job's measurements and, when the tuning log holds measurements of the same
+space (other GPUs, other workloads, earlier jobs), on those too: the target device's trials
+then weigh more as they arrive (transfer; see ``cost_model.transfer``). Until the model has
+something to learn from, batches are space-filling (cluster representatives of a random
+sample). After that, each subclass pools candidates from its proposal sources; the adaptive
+sampler (``tuner.sampling``) keeps one promising representative per cluster.
+
+Tuner time is amortised: proposals are planned ``plan_size`` at a time (at least the batch
+asked for), so the model is refitted, the space scored and the sources run once per plan, not
+per measurement. Spaces up to ``exhaustive_limit`` configs are scored whole once per plan, and
+the sources (annealing, the RL agent) then read scores from that table.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from typing import ClassVar, Sequence
+
+import numpy as np
+
+from cost_model.features import FeatureExtractor
+from cost_model.samples import Sample
+from cost_model.transfer import MIN_DEVICES_FOR_COLUMNS
+from cost_model.xgb import XGBCostModel
+from search_space.space import SearchSpace
+from search_space.workload import Workload
+from tuner.proposals.annealing import anneal
+from tuner.sampling.adaptive import AdaptiveSampler
+from tuner.strategies.base import Observation, SearchContext, Strategy
+
+__all__ = ["ModelGuided"]
+
+
+class ModelGuided(Strategy):
+    uses_log = True
+    #: space-filling measurements before an in-job model is trained (no transfer data)
+    n_init: ClassVar[int] = 8
+    #: proposals planned at a time (the model refits once per plan)
+    plan_size: ClassVar[int] = 8
+    #: spaces up to this size are scored exhaustively and their features cached
+    exhaustive_limit: ClassVar[int] = 200_000
+    #: uncertainty bonus in the acquisition
+    beta: ClassVar[float] = 0.5
+    #: prior samples kept per (workload, device) group of the log, so refits stay cheap
+    prior_per_group: ClassVar[int] = 1000
+
+    def __init__(self, space: SearchSpace, *, seed: int | None = None, context: SearchContext | None = None) -> None:
+        super().__init__(space, seed=seed, context=context)
+        ctx = self.context
+        self.workload = ctx.workload or Workload("job", (1,))
+        self.device = ctx.device or "target"
+        self.spec = ctx.spec
+        prior = self._thin([s for s in ctx.prior if s.usable])
+        known = {s.device for s in prior if s.spec is not None and s.device != self.device}
+        extractor = FeatureExtractor(space.parameters, device_features=len(known) >= MIN_DEVICES_FOR_COLUMNS)
+        # A small ensemble on one thread: the model refits once per plan on at most a few
+        # thousand rows, and OpenMP threads only contend with the measurements on small data.
+        self.model = XGBCostModel(
+            extractor, target=(self.workload.key, self.device), target_spec=self.spec, seed=seed or 0,
+            n_members=3, n_rounds=40, nthread=1,
+        )
+        self._prior = prior
+        if any(s.ok for s in prior):
+            self.model.fit(prior)
+        self._own: list[Sample] = []
+        self._unfitted: list[Sample] = []  # told since the last refit
+        self._obs: dict[int, Observation] = {}
+        self._plan: list[int] = []
+        self._handed: set[int] = set()
+        self._features: np.ndarray | None = None
+        self._table: tuple[np.ndarray, np.ndarray] | None = None  # (score, uncertainty) of all configs
+        self.sampler = AdaptiveSampler(space, self.rng, beta=self.beta)
+
+    def _thin(self, prior: list[Sample]) -> list[Sample]:
+        """At most ``prior_per_group`` samples per group: the fastest fifth of the cap, then a
+        uniform draw of the rest (the model needs the good configs and the landscape)."""
+        groups: dict[tuple[str, str], list[Sample]] = {}
+        for s in prior:
+            groups.setdefault(s.group, []).append(s)
+        out: list[Sample] = []
+        for members in groups.values():
+            if len(members) <= self.prior_per_group:
+                out.extend(members)
+                continue
+            order = sorted(range(len(members)), key=lambda i: members[i].time_ms if members[i].ok else np.inf)
+            keep = order[: self.prior_per_group // 5]
+            rest = np.array(order[self.prior_per_group // 5 :])
+            keep += self.rng.choice(rest, self.prior_per_group - len(keep), replace=False).tolist()
+            out.extend(members[i] for i in sorted(keep))
+        return out
+
+    # --- ask / tell ---------------------------------------------------------------------
+
+    def ask(self, n: int) -> list[int]:
+        out: list[int] = []
+        while len(out) < n:
+            if not self._plan:
+                self._plan = self._make_plan(max(n - len(out), self.plan_size))
+                if not self._plan:
+                    break
+            index = self._plan.pop(0)
+            if index not in self._obs and index not in self._handed:
+                self._handed.add(index)
+                out.append(index)
+        return out
+
+    def tell(self, observations: Sequence[Observation]) -> None:
+        new = [o for o in observations if o.index not in self._obs]
+        if not new:
+            return
+        for o in new:
+            self._obs[o.index] = o
+            self._handed.add(o.index)
+        configs = self.space.configs([o.index for o in new])
+        samples = [Sample(c, self.workload, self.device, self.spec, o.status, o.time_ms) for c, o in zip(configs, new)]
+        self._own.extend(samples)
+        self._unfitted.extend(samples)
+
+    def _refresh(self) -> None:
+        """Bring the model up to date with what was told since the last plan; rescore."""
+        if not self._unfitted:
+            return
+        if self.model.fitted:
+            self.model.update(self._unfitted)
+        elif sum(s.ok for s in self._own) >= 2 and len(self._own) >= self.n_init:
+            self.model.fit(self._prior + self._own)
+        else:
+            return
+        self._unfitted = []
+        self._table = None
+
+    # --- planning -----------------------------------------------------------------------
+
+    def _taken(self) -> set[int]:
+        return set(self._obs) | self._handed
+
+    def _make_plan(self, n: int) -> list[int]:
+        taken = self._taken()
+        remaining = len(self.space) - len(taken)
+        if remaining <= 0:
+            return []
+        n = min(n, remaining)
+        self._refresh()
+        if not self.model.fitted:
+            pool = self.space.sample(min(remaining, 32 * n), self.rng, exclude=np.fromiter(taken, np.int64))
+            zeros = np.zeros(len(pool))
+            return self.sampler.select(pool, zeros, zeros, n, taken)
+        candidates = self._candidates(n, taken)
+        candidates = candidates[~np.isin(candidates, np.fromiter(taken, np.int64))] if len(candidates) else candidates
+        if len(np.unique(candidates)) < n:
+            extra = self.space.sample(n, self.rng, exclude=np.fromiter(taken | set(candidates.tolist()), np.int64))
+            candidates = np.concatenate([candidates, extra])
+        score, uncertainty = self.predict(candidates)
+        return self.sampler.select(candidates, score, uncertainty, n, taken)
+
+    @abstractmethod
+    def _candidates(self, n: int, taken: set[int]) -> np.ndarray:
+        """Unmeasured dense indices proposed by this strategy's sources (a few times ``n``)."""
+
+    # --- the model and the sources ------------------------------------------------------
+
+    def predict(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Predicted ``(score, uncertainty)``; higher score = predicted faster."""
+        indices = np.asarray(indices, dtype=np.int64)
+        if len(self.space) <= self.exhaustive_limit:
+            if self._table is None:
+                if self._features is None:
+                    self._features = self.model.extractor.for_space(self.space, None, self.workload, self.spec)
+                self._table = self.model.predict(self._features)
+            return self._table[0][indices], self._table[1][indices]
+        return self.model.predict(self.model.extractor.for_space(self.space, indices, self.workload, self.spec))
+
+    def score(self, indices: np.ndarray) -> np.ndarray:
+        return self.predict(indices)[0]
+
+    def best_measured(self, k: int) -> np.ndarray:
+        ok = sorted((o.time_ms, i) for i, o in self._obs.items() if o.ok)  # type: ignore[misc]
+        return np.array([i for _, i in ok[:k]], dtype=np.int64)
+
+    def top_predicted(self, k: int, taken: set[int]) -> np.ndarray:
+        """The ``k`` unmeasured configs with the best acquisition, scoring the whole space (small
+        spaces) or a uniform sample of it (large ones)."""
+        if len(self.space) <= self.exhaustive_limit:
+            pool = np.arange(len(self.space))
+        else:
+            pool = self.space.sample(self.exhaustive_limit, self.rng)
+        pool = pool[~np.isin(pool, np.fromiter(taken, np.int64))]
+        if len(pool) == 0:
+            return pool
+        score, uncertainty = self.predict(pool)
+        order = np.argsort(-(score + self.beta * uncertainty), kind="stable")
+        return pool[order[:k]]
+
+    def local(self, k: int, taken: set[int], best: int = 3) -> np.ndarray:
+        """One-knob neighbours of the best measured configs, best predicted first."""
+        around = {int(nb) for i in self.best_measured(best) for nb in self.space.neighbours(int(i), "hamming")}
+        pool = np.array(sorted(around - taken), dtype=np.int64)
+        if len(pool) == 0:
+            return pool
+        order = np.argsort(-self.score(pool), kind="stable")
+        return pool[order[:k]]
+
+    def annealed(self, k: int, taken: set[int], chains: int = 16) -> np.ndarray:
+        """Model-based simulated annealing from the best measured and some random configs."""
+        starts = np.concatenate([self.best_measured(chains // 2), self.space.sample(chains // 2, self.rng)])
+        found, _ = anneal(self.space, self.score, starts, self.rng, n=k + len(taken))
+        return found[~np.isin(found, np.fromiter(taken, np.int64))][:k]
