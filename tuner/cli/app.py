@@ -9,9 +9,11 @@ from typing import Sequence
 import typer
 
 from db import DatabaseError, upgrade
-from tuner.cli import catalog, log_commands, transfer
+from tuner.cli import catalog, log_commands, tokens, transfer
 from tuner.cli.common import CliError, DbOption, err, open_log, out
+from tuner.cli.serve import serve
 from tuner.cli.tune import tune
+from tuner.cli.worker import worker
 from tuner.measure.base import BackendError
 
 __all__ = ["app", "main"]
@@ -32,6 +34,9 @@ app.command()(log_commands.best)
 app.command()(log_commands.devices)
 app.command()(catalog.strategies)
 app.command()(catalog.spaces)
+app.command()(serve)
+app.command()(worker)
+app.add_typer(tokens.app, name="token")
 
 db_app = typer.Typer(help="Manage the tuning-log database.", no_args_is_help=True)
 app.add_typer(db_app, name="db")

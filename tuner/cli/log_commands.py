@@ -9,8 +9,12 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from db import JOB_STATES
+import ktune
+from db import JOB_STATES, TuningLog
+from ktune import Answer
+from search_space.workload import Workload, WorkloadError
 from tuner.cli.common import CliError, DbOption, open_log, out
+from tuner.cli.lookup_formats import render_env, render_header, render_json
 from tuner.cli.output import format_config, format_duration, format_ms, trial_row, trials_csv
 
 __all__ = ["jobs", "trials", "best", "devices"]
@@ -25,6 +29,8 @@ class TrialFormat(str, Enum):
 class BestFormat(str, Enum):
     table = "table"
     json = "json"
+    env = "env"
+    header = "header"
 
 
 def jobs(
@@ -72,10 +78,79 @@ def trials(
 def best(
     workload: Annotated[Optional[str], typer.Option("--workload", "-w", help="Workload key, e.g. convolution_kernel/4096x4096/-")] = None,
     device: Annotated[Optional[str], typer.Option("--device", "-d", help="Device name as the vendor reports it.")] = None,
-    fmt: Annotated[BestFormat, typer.Option("--format", "-f")] = BestFormat.table,
+    operator: Annotated[Optional[str], typer.Option("--operator", help="Look up by operator (with --shape, --dtype, --layout) instead of a workload key.")] = None,
+    shape: Annotated[Optional[str], typer.Option("--shape", help="Problem shape, e.g. 4096x4096.")] = None,
+    dtype: Annotated[str, typer.Option("--dtype", help="Data type of the workload ('' or '-': none).")] = "",
+    layout: Annotated[str, typer.Option("--layout", help="Layout of the workload, if any.")] = "",
+    exact: Annotated[bool, typer.Option("--exact", help="Only an exact answer: no nearest shape, similar device or model.")] = False,
+    fmt: Annotated[BestFormat, typer.Option("--format", "-f", help="table | json | env (shell variables) | header (C/C++).")] = BestFormat.table,
     db: DbOption = None,
 ) -> None:
-    """Best configurations in the log, by workload and device."""
+    """Best configurations in the log, or the lookup a build system makes.
+
+    With --operator and --shape (or --workload) and --device it answers like GET /v1/best: the exact config, else the nearest tuned shape, a similar device or the cost model, and says which. --format header writes a C/C++ header with a dispatch function over every tuned shape of the operator on the device (--shape is then optional).
+    """
+    lookup_mode = operator is not None or shape is not None or fmt in (BestFormat.env, BestFormat.header)
+    if not lookup_mode:
+        _list_best(workload, device, fmt, db)
+        return
+    if device is None:
+        raise CliError(f"--format {fmt.value} and --operator/--shape need --device")
+    if fmt is BestFormat.header:
+        _header(workload, device, operator, shape, dtype, layout, exact, db)
+        return
+    with open_log(db) as tlog:
+        answer = _lookup(tlog, workload, device, operator, shape, dtype, layout, exact)
+    if fmt is BestFormat.env:
+        print(render_env(answer), end="")
+    elif fmt is BestFormat.json:
+        print(render_json(answer), end="")
+    else:
+        table = Table("tier", "tuned for", "on", "time", "config")
+        table.add_row(answer.tier, answer.workload, answer.device, format_ms(answer.time_ms), format_config(answer.config))
+        out.print(table)
+
+
+def _lookup(
+    tlog: TuningLog, workload: str | None, device: str, operator: str | None, shape: str | None,
+    dtype: str, layout: str, exact: bool,
+) -> Answer:
+    try:
+        answer = ktune.lookup(operator, shape, device=device, dtype=dtype, layout=layout, workload=workload, db=tlog, fallback=not exact)
+    except ktune.LookupInputError as exc:
+        raise CliError(f"--{exc.field}: {exc.message}") from None
+    if answer is None:
+        asked = workload or f"{operator} {shape}"
+        raise CliError(f"no tuned config for {asked} on {device!r}" + (" (--exact)" if exact else ""), 1)
+    return answer
+
+
+def _header(
+    workload: str | None, device: str, operator: str | None, shape: str | None,
+    dtype: str, layout: str, exact: bool, db: str | None,
+) -> None:
+    if workload is not None:
+        try:
+            parsed = Workload.from_key(workload)
+        except WorkloadError as exc:
+            raise CliError(f"--workload: {exc}") from None
+        operator, dtype, layout = parsed.operator, parsed.dtype, parsed.layout
+    if operator is None:
+        raise CliError("--format header needs --operator (or --workload)")
+    dtype = "" if dtype == "-" else dtype
+    with open_log(db) as tlog:
+        answer = None
+        if workload is not None or shape is not None:
+            answer = _lookup(tlog, workload, device, None if workload else operator, shape, dtype, layout, exact)
+        tuned = tlog.tuned_configs(operator=operator, dtype=dtype, layout=layout, device=device)
+        if answer is not None:
+            tuned = [t for t in tuned if len(t.shape) == len(answer.query.shape)]
+        if not tuned:
+            raise CliError(f"no tuned shapes of {operator} on {device!r} in {tlog.url}", 1)
+        print(render_header(tuned, operator=operator, device=device, answer=answer, dtype=dtype, layout=layout, source=tlog.url), end="")
+
+
+def _list_best(workload: str | None, device: str | None, fmt: BestFormat, db: str | None) -> None:
     with open_log(db) as tlog:
         rows = tlog.best(workload_key=workload, device_name=device)
     if fmt is BestFormat.json:

@@ -1,0 +1,70 @@
+"""The answer of a lookup, as ``ktune.lookup`` returns it and ``GET /v1/best`` sends it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from db import LookupQuery, LookupResult
+
+__all__ = ["Answer"]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A config for ``query`` and where it comes from.
+
+    ``tier``: ``exact``, ``nearest_shape`` (tuned for ``workload``, the nearest tuned shape
+    on the same device), ``similar_device`` (tuned on ``device``, the most similar device that
+    has this workload) or ``cost_model`` (the model's choice; ``time_ms`` is then predicted).
+    ``time_ms`` is the time measured for ``workload`` on ``device``; ``distance`` is 0 for an
+    exact answer, else the shape or device distance of the tier.
+    """
+
+    query: LookupQuery
+    tier: str
+    workload: str
+    device: str
+    config: dict[str, Any]
+    time_ms: float | None
+    trial: int | None
+    distance: float
+    updated_at: datetime | None
+
+    @classmethod
+    def from_result(cls, query: LookupQuery, result: LookupResult) -> Answer:
+        tuned = result.tuned
+        return cls(
+            query=query,
+            tier=result.tier,
+            workload=tuned.workload_key,
+            device=tuned.device_name,
+            config=dict(tuned.config),
+            time_ms=tuned.time_ms,
+            trial=tuned.trial_id,
+            distance=result.distance,
+            updated_at=tuned.updated_at,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document of ``GET /v1/best`` and ``ktune best --format json``."""
+        q = self.query
+        return {
+            "query": {
+                "workload": q.workload_key,
+                "operator": q.operator,
+                "shape": list(q.shape),
+                "dtype": q.dtype,
+                "layout": q.layout,
+                "device": q.device,
+            },
+            "tier": self.tier,
+            "workload": self.workload,
+            "device": self.device,
+            "config": self.config,
+            "time_ms": self.time_ms,
+            "trial": self.trial,
+            "distance": self.distance,
+            "updated_at": None if self.updated_at is None else self.updated_at.isoformat(),
+        }

@@ -1,0 +1,139 @@
+"""``ktune.lookup``: the best known config of a workload on a device, with the tier it came from."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Sequence
+
+from db import LookupQuery, TuningLog, resolve_url
+from ktune._answer import Answer
+from ktune._model_tier import model_choice
+from ktune._similarity import catalog_knows, device_distance
+from search_space.workload import Workload, WorkloadError
+
+__all__ = ["Answer", "LookupInputError", "lookup", "parse_shape"]
+
+_SHAPE_SPLIT = re.compile(r"\s*[x,]\s*")
+_MAX_RANK = 8
+_FIELDS = ("operator", "shape", "dtype", "layout")
+
+
+class LookupInputError(ValueError):
+    """The question is malformed: ``field`` names what is wrong (as the REST API's 422 does)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+def parse_shape(shape: str | Sequence[int]) -> tuple[int, ...]:
+    """``"4096x4096"``, ``"4096,4096"`` or ``(4096, 4096)`` -> ``(4096, 4096)``."""
+    if isinstance(shape, str):
+        parts = _SHAPE_SPLIT.split(shape.strip())
+        if not all(p.isdigit() for p in parts):
+            raise LookupInputError("shape", f"{shape!r} is not like 4096x4096")
+        dims = tuple(int(p) for p in parts)
+    else:
+        if not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
+            raise LookupInputError("shape", f"{list(shape)!r} must be a list of integers")
+        dims = tuple(shape)
+    if not 1 <= len(dims) <= _MAX_RANK or any(d <= 0 for d in dims):
+        raise LookupInputError("shape", f"{list(dims)} must be 1 to {_MAX_RANK} positive sizes")
+    return dims
+
+
+def _query(
+    operator: str | None,
+    shape: str | Sequence[int] | None,
+    dtype: str,
+    layout: str,
+    device: str,
+    workload: str | None,
+) -> LookupQuery:
+    if not device or not device.strip():
+        raise LookupInputError("device", "give the device name, e.g. 'NVIDIA A100-PCIE-40GB'")
+    for field, text in (("device", device), ("operator", operator), ("workload", workload),
+                        ("dtype", dtype), ("layout", layout)):
+        if text is not None and "\x00" in text:
+            raise LookupInputError(field, "must not contain NUL characters")
+    if workload is not None:
+        if operator is not None or shape is not None:
+            raise LookupInputError("workload", "give a workload key or operator and shape, not both")
+        try:
+            wl = Workload.from_key(workload)
+        except WorkloadError as exc:
+            raise LookupInputError("workload", str(exc)) from None
+    else:
+        if not operator:
+            raise LookupInputError("operator", "give an operator (or a workload key)")
+        if shape is None:
+            raise LookupInputError("shape", "give the problem shape, e.g. 4096x4096")
+        dims = parse_shape(shape)
+        try:
+            wl = Workload(operator, dims, "" if dtype == "-" else dtype, layout)
+        except WorkloadError as exc:
+            message = str(exc)
+            field = next((f for f in _FIELDS if message.startswith(f)), "operator")
+            raise LookupInputError(field, message) from None
+    return LookupQuery(wl.key, wl.operator, wl.shape, wl.dtype, wl.layout, device.strip())
+
+
+def lookup(
+    operator: str | None = None,
+    shape: str | Sequence[int] | None = None,
+    *,
+    device: str,
+    dtype: str = "",
+    layout: str = "",
+    workload: str | None = None,
+    db: TuningLog | str | None = None,
+    fallback: bool = True,
+) -> Answer | None:
+    """The best known config of a workload on ``device``, or None when no tier has one.
+
+    Ask by ``operator`` + ``shape`` (+ ``dtype``, ``layout``) or by a ``workload`` key. The
+    tiers, tried in order: ``exact``; ``nearest_shape`` (same operator, dtype, layout and
+    rank on this device); ``similar_device`` (this workload on the nearest device of the cost
+    model's catalog); ``cost_model`` (a registered model's choice). ``fallback=False`` asks
+    for an exact answer only. ``db``: an open log, a URL, or None for the default log.
+    """
+    query = _query(operator, shape, dtype, layout, device, workload)
+    tlog = db if isinstance(db, TuningLog) else _open(db)
+    distance = device_distance() if fallback else None
+    result = tlog.lookup(query, fallback=fallback, device_distance=distance)
+    if result is not None:
+        return Answer.from_result(query, result)
+    _check_known(tlog, query)
+    return model_choice(tlog, query) if fallback else None
+
+
+def _check_known(tlog: TuningLog, query: LookupQuery) -> None:
+    """After a miss: tell a question the log cannot answer from one it can never answer."""
+    ranks = tlog.operator_ranks(query.operator)
+    if ranks and len(query.shape) not in ranks:
+        expected = " or ".join(str(r) for r in sorted(ranks))
+        raise LookupInputError(
+            "shape",
+            f"{query.operator} workloads have {expected} dimension(s), "
+            f"got {len(query.shape)}: {list(query.shape)}",
+        )
+    if tlog.get_device(query.device) is None and not catalog_knows(query.device):
+        raise LookupInputError(
+            "device", f"unknown device {query.device!r}: not in the tuning log nor the catalog"
+        )
+
+
+_logs: dict[str, TuningLog] = {}
+_logs_lock = threading.Lock()
+
+
+def _open(url: str | None) -> TuningLog:
+    """One open log per URL for the life of the process: a lookup must not reconnect."""
+    resolved = resolve_url(url)
+    with _logs_lock:
+        tlog = _logs.get(resolved)
+        if tlog is None:
+            tlog = _logs[resolved] = TuningLog.open(resolved)
+        return tlog

@@ -1,0 +1,40 @@
+"""The lookup's last tier: the cost model's choice for a workload nobody tuned.
+
+This is a plug: until a trained cost model registers a choice function here (with
+:func:`register_model_choice`), the tier answers nothing, and a lookup that no tier of the
+log answers finds nothing. It never makes a config up.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from db import LookupQuery, TuningLog
+from ktune._answer import Answer
+
+__all__ = ["ModelChoice", "model_choice", "register_model_choice"]
+
+#: given the log and the question, a config the model predicts best (tier ``cost_model``)
+ModelChoice = Callable[[TuningLog, LookupQuery], "Answer | None"]
+
+_lock = threading.Lock()
+_choice: ModelChoice | None = None
+
+
+def register_model_choice(choice: ModelChoice | None) -> None:
+    """Install the cost model's choice function (None removes it)."""
+    global _choice
+    with _lock:
+        _choice = choice
+
+
+def model_choice(tlog: TuningLog, query: LookupQuery) -> Answer | None:
+    """The registered model's answer, or None while no trained model is registered."""
+    choice = _choice
+    if choice is None:
+        return None
+    answer = choice(tlog, query)
+    if answer is not None and answer.tier != "cost_model":
+        raise ValueError(f"a model choice must answer with tier 'cost_model', not {answer.tier!r}")
+    return answer

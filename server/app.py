@@ -1,0 +1,95 @@
+"""The FastAPI app: API under ``/v1``, the dashboard at ``/``, the runner in the background."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+from fastapi import FastAPI
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
+
+from db import DatabaseError, TuningLog
+from server.errors import database_unavailable
+from server.limits import BodyLimit
+from server.recordings import RecordingCatalog
+from server.routers import best, devices, health, jobs, metrics, spaces
+from server.runner import Runner
+from server.settings import Settings
+from server.telemetry import Telemetry
+
+__all__ = ["STATIC", "create_app"]
+
+STATIC = Path(__file__).resolve().parent / "static"
+_SHUTDOWN_GRACE_S = 10.0
+
+
+def create_app(settings: Settings | None = None, *, tlog: TuningLog | None = None) -> FastAPI:
+    """The service for ``settings`` (default: from the environment).
+
+    Opens (and migrates) the tuning log now, so a bad URL fails at start-up; ``tlog`` uses an
+    open one instead. The runner, when ``settings.runner_concurrency > 0``, starts with the
+    app's lifespan and stops with it, requeueing the jobs it was running.
+    """
+    settings = settings or Settings.load()
+    owns_log = tlog is None
+    tlog = tlog or TuningLog.open(settings.database_url)
+    runner = (
+        Runner(
+            tlog,
+            concurrency=settings.runner_concurrency,
+            lease_s=settings.lease_seconds,
+            poll_s=settings.poll_seconds,
+            backends=settings.runner_backends or None,
+        )
+        if settings.runner_concurrency > 0
+        else None
+    )
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if runner is not None:
+            runner.start()
+        try:
+            yield
+        finally:
+            if runner is not None:
+                await anyio.to_thread.run_sync(runner.stop, _SHUTDOWN_GRACE_S)
+            if owns_log:
+                tlog.close()  # closes pooled connections; the engine reconnects if used again
+
+    app = FastAPI(
+        title="ktune",
+        summary="Tuning jobs, their convergence, and the best kernel configs for build systems.",
+        version=_version(),
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.tlog = tlog
+    app.state.catalog = RecordingCatalog(settings.recordings_dir)
+    app.state.runner = runner
+    app.state.telemetry = Telemetry(tlog, lambda: runner.status() if runner else None)
+
+    for module in (jobs, best, devices, spaces, health, metrics):
+        app.include_router(module.router)
+    app.add_exception_handler(DatabaseError, database_unavailable)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.get("/", include_in_schema=False)
+    def dashboard() -> FileResponse:
+        return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
+
+    return app
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ktune")
+    except PackageNotFoundError:
+        return "unknown"

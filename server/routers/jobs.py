@@ -1,0 +1,117 @@
+"""``/v1/jobs``: submit tuning jobs, watch them, cancel them."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Path, Query, status
+
+from db import JobStateConflict
+from server.deps import CatalogDep, LogDep, Reader, RunnerDep, Writer
+from server.errors import ERRORS, invalid
+from server.schemas.jobs import JobCreate, JobOut, JobPage, JobState, TrialPage
+from server.submissions import FieldError, submit
+from server.views import job_out, trial_out
+
+__all__ = ["MAX_JOBS_PAGE", "MAX_TRIALS_PAGE", "router"]
+
+MAX_JOBS_PAGE = 500
+MAX_TRIALS_PAGE = 5000
+_MAX_ID = 2**31 - 1
+
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+
+JobId = Annotated[int, Path(ge=1, le=_MAX_ID, description="Job id.")]
+Filter = Annotated[str | None, Query(min_length=1, max_length=300, pattern=r"^[^\x00]*$")]
+
+
+def _not_found(job_id: int) -> HTTPException:
+    return HTTPException(status.HTTP_404_NOT_FOUND, detail=f"no job {job_id}")
+
+
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    responses={k: ERRORS[k] for k in (401, 413, 503)},
+    summary="Submit a tuning job on a recorded space",
+)
+def create_job(
+    body: JobCreate, _: Writer, tlog: LogDep, catalog: CatalogDep, runner: RunnerDep
+) -> JobOut:
+    try:
+        job = submit(body, tlog, catalog)
+    except FieldError as exc:
+        raise invalid(("body", *exc.field), str(exc)) from None
+    if runner is not None:
+        runner.wake()
+    return job_out(job, catalog)
+
+
+@router.get("", responses={k: ERRORS[k] for k in (401, 503)}, summary="List jobs, newest first")
+def list_jobs(
+    _: Reader,
+    tlog: LogDep,
+    catalog: CatalogDep,
+    state: JobState | None = None,
+    workload: Filter = None,
+    device: Filter = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_JOBS_PAGE)] = 50,
+    offset: Annotated[int, Query(ge=0, le=_MAX_ID)] = 0,
+) -> JobPage:
+    rows = tlog.list_jobs(state=state, workload_key=workload, device_name=device, limit=limit + 1, offset=offset)
+    more = len(rows) > limit
+    return JobPage(
+        items=[job_out(j, catalog) for j in rows[:limit]],
+        limit=limit,
+        offset=offset,
+        next_offset=offset + limit if more else None,
+    )
+
+
+@router.get("/{job_id}", responses={k: ERRORS[k] for k in (401, 404, 503)}, summary="One job")
+def get_job(job_id: JobId, _: Reader, tlog: LogDep, catalog: CatalogDep) -> JobOut:
+    job = tlog.get_job(job_id)
+    if job is None:
+        raise _not_found(job_id)
+    return job_out(job, catalog)
+
+
+@router.post(
+    "/{job_id}/cancel",
+    responses={k: ERRORS[k] for k in (401, 404, 409, 503)},
+    summary="Cancel a job: at once when queued, within one batch when running",
+)
+def cancel_job(job_id: JobId, _: Writer, tlog: LogDep, catalog: CatalogDep) -> JobOut:
+    try:
+        job = tlog.request_cancel(job_id)
+    except LookupError:
+        raise _not_found(job_id) from None
+    except JobStateConflict as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, detail=str(exc)) from None
+    return job_out(job, catalog)
+
+
+@router.get(
+    "/{job_id}/trials",
+    responses={k: ERRORS[k] for k in (401, 404, 503)},
+    summary="A job's trials in measurement order; poll with ?since=next_since",
+)
+def job_trials(
+    job_id: JobId,
+    _: Reader,
+    tlog: LogDep,
+    since: Annotated[int, Query(ge=0, le=_MAX_ID, description="First trial position to return.")] = 0,
+    limit: Annotated[int, Query(ge=1, le=MAX_TRIALS_PAGE)] = 1000,
+) -> TrialPage:
+    job = tlog.get_job(job_id)
+    if job is None:
+        raise _not_found(job_id)
+    trials = tlog.job_trials(job_id, since=since, limit=limit)
+    last = trials[-1].seq if trials else None
+    return TrialPage(
+        items=[trial_out(t) for t in trials],
+        since=since,
+        next_since=since if last is None else last + 1,
+        job_state=job.state,  # type: ignore[arg-type]
+        n_trials=job.n_trials,
+    )

@@ -1,0 +1,211 @@
+"""The job runner: claims queued jobs from the tuning log and runs them, in the background.
+
+The same loop runs inside the server (``KTUNE_RUNNER_CONCURRENCY`` slots) and as
+``ktune worker`` in a process of its own; any number of runners may share one database.
+
+- A job is claimed atomically (see ``db.leases``) under a lease that a heartbeat thread
+  renews every third of its length. A runner that dies stops renewing; once the lease has
+  expired another runner claims the job and ``tuner.jobs.run_job`` resumes it from its
+  trials, so nothing is lost or measured twice.
+- The runner works through a view of the log that refuses writes to a job it no longer
+  holds (``TuningLog.for_runner``): a runner that was presumed dead cannot corrupt a job.
+- Between batches it checks the job: ``POST /v1/jobs/{id}/cancel`` stops it within a batch.
+- On shutdown it stops its jobs at the next batch boundary without changing their state and
+  puts them back in the queue, for the next runner to resume.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from db import DatabaseError, LeaseLost, TuningLog
+from tuner.jobs import run_job
+
+__all__ = ["Runner", "RunnerShutdown", "RunnerStatus"]
+
+log = logging.getLogger(__name__)
+
+
+class RunnerShutdown(BaseException):
+    """Raised between batches when the runner stops: ends ``run_job`` without touching the job.
+
+    A BaseException, so that ``run_job`` (which marks a job failed on an ``Exception`` and
+    cancelled on Ctrl-C) lets it through and the job keeps its state for the next runner.
+    """
+
+
+@dataclass(frozen=True)
+class RunnerStatus:
+    name: str
+    slots: int
+    running: tuple[int, ...]
+    alive: bool
+
+
+def default_name() -> str:
+    """``host/pid/random``: unique per runner, and tells an operator where it runs."""
+    return f"{socket.gethostname()}/{os.getpid()}/{secrets.token_hex(3)}"
+
+
+class Runner:
+    """Runs claimed jobs on ``concurrency`` threads until :meth:`stop`.
+
+    ``drain``: a slot ends when it finds nothing to claim (``ktune worker --drain``).
+    ``backends``: run only jobs measured by these backends (e.g. ``("replay",)`` on a machine
+    without a GPU); None: any.
+    """
+
+    def __init__(
+        self,
+        tlog: TuningLog,
+        *,
+        concurrency: int = 1,
+        lease_s: float = 30.0,
+        poll_s: float = 1.0,
+        name: str | None = None,
+        drain: bool = False,
+        backends: Sequence[str] | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError(f"a runner needs at least one slot, got {concurrency}")
+        if not lease_s > 0 or not poll_s > 0:
+            raise ValueError("lease and poll intervals must be > 0")
+        self.name = name or default_name()
+        self.concurrency = concurrency
+        self.lease_s = lease_s
+        self.poll_s = poll_s
+        self.drain = drain
+        self.backends = tuple(backends) if backends else None
+        self._tlog = tlog
+        self._fenced = tlog.for_runner(self.name)
+        self._stopping = threading.Event()
+        self._wake = threading.Event()
+        self._lock = threading.Lock()
+        self._running: set[int] = set()
+        self._slots: list[threading.Thread] = []
+        self._heartbeat: threading.Thread | None = None
+
+    # -- control -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._slots:
+            raise RuntimeError("runner already started")
+        for i in range(self.concurrency):
+            thread = threading.Thread(target=self._slot, name=f"ktune-runner-{i}", daemon=True)
+            self._slots.append(thread)
+            thread.start()
+        self._heartbeat = threading.Thread(target=self._beat, name="ktune-heartbeat", daemon=True)
+        self._heartbeat.start()
+        log.info("runner %s started with %d slot(s)", self.name, self.concurrency)
+
+    def wake(self) -> None:
+        """Look for queued jobs now rather than at the next poll (a job was just submitted)."""
+        self._wake.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until every slot has ended (drained or stopped); True if they have."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for thread in self._slots:
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        return not any(t.is_alive() for t in self._slots)
+
+    def stop(self, grace_s: float = 10.0) -> None:
+        """Stop claiming; stop running jobs at their next batch and requeue them.
+
+        Jobs still in a batch after ``grace_s`` are requeued anyway; their runner thread then
+        finds its lease gone and writes nothing more.
+        """
+        self._stopping.set()
+        self._wake.set()
+        self.wait(grace_s)
+        for job_id in self.status().running:
+            self._release(job_id)
+        log.info("runner %s stopped", self.name)
+
+    def status(self) -> RunnerStatus:
+        with self._lock:
+            running = tuple(sorted(self._running))
+        alive = any(t.is_alive() for t in self._slots)
+        return RunnerStatus(self.name, self.concurrency, running, alive)
+
+    # -- the loops -----------------------------------------------------------------------
+
+    def _slot(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                job = self._tlog.claim_job(self.name, self.lease_s, self.backends)
+            except DatabaseError as exc:
+                log.warning("runner %s cannot claim jobs: %s", self.name, exc)
+                self._stopping.wait(self.poll_s)
+                continue
+            if job is None:
+                if self.drain:
+                    return
+                self._wake.wait(self.poll_s)
+                self._wake.clear()
+                continue
+            self._run(job.id)
+
+    def _beat(self) -> None:
+        while not self._stopping.wait(self.lease_s / 3):
+            with self._lock:
+                ids = list(self._running)
+            if not ids:
+                continue
+            try:
+                held = self._tlog.renew_leases(self.name, ids, self.lease_s)
+            except DatabaseError as exc:
+                log.warning("runner %s cannot renew its leases: %s", self.name, exc)
+                continue
+            for lost in set(ids) - held:
+                log.warning("runner %s lost job %d to another runner", self.name, lost)
+
+    def _run(self, job_id: int) -> None:
+        with self._lock:
+            self._running.add(job_id)
+        log.info("runner %s runs job %d", self.name, job_id)
+        try:
+            outcome = run_job(self._fenced, job_id, should_stop=lambda: self._should_stop(job_id))
+            log.info("job %d ended: %s after %d trials", job_id, outcome.reason, outcome.state.n_trials)
+        except RunnerShutdown:
+            self._release(job_id)
+        except LeaseLost as exc:
+            log.warning("runner %s: %s; another runner continues it", self.name, exc)
+        except DatabaseError as exc:
+            # The lease runs out and the job is resumed, here or elsewhere, once the log answers.
+            log.error("job %d interrupted, the tuning log failed: %s", job_id, exc)
+        except Exception as exc:  # noqa: BLE001 - a job's failure must not end the runner
+            log.warning("job %d failed: %s: %s", job_id, type(exc).__name__, exc)
+            self._fail(job_id, f"{type(exc).__name__}: {exc}")
+        finally:
+            with self._lock:
+                self._running.discard(job_id)
+
+    def _should_stop(self, job_id: int) -> bool:
+        if self._stopping.is_set():
+            raise RunnerShutdown()
+        control = self._tlog.job_control(job_id)
+        if control is None or control.claimed_by != self.name:
+            raise LeaseLost(f"job {job_id} is no longer held by runner {self.name}")
+        return control.cancel_requested
+
+    def _fail(self, job_id: int, message: str) -> None:
+        """Record why a job failed (``run_job`` does for errors inside the loop, not before)."""
+        try:
+            self._fenced.set_job_state(job_id, "failed", error=message)
+        except (LeaseLost, LookupError, DatabaseError) as exc:
+            log.warning("cannot mark job %d failed: %s", job_id, exc)
+
+    def _release(self, job_id: int) -> None:
+        try:
+            if self._tlog.release_job(self.name, job_id):
+                log.info("runner %s put job %d back in the queue", self.name, job_id)
+        except DatabaseError as exc:
+            log.warning("cannot requeue job %d (its lease will expire): %s", job_id, exc)

@@ -1,0 +1,144 @@
+"""Models of ``/v1/jobs``: the job request, a job, pages of jobs and of trials."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+
+__all__ = [
+    "BudgetIn",
+    "BudgetOut",
+    "JobCreate",
+    "JobOut",
+    "JobPage",
+    "JobState",
+    "SpaceRef",
+    "TrialOut",
+    "TrialPage",
+    "TrialStatus",
+]
+
+JobState = Literal["queued", "running", "done", "failed", "cancelled"]
+TrialStatus = Literal["ok", "compile_error", "runtime_error", "wrong_result", "timeout", "invalid"]
+Constraint = Annotated[str, StringConstraints(min_length=1, max_length=500)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class BudgetIn(_Strict):
+    """When the job stops; give ``trials`` or ``seconds`` (or both)."""
+
+    trials: int | None = Field(None, gt=0, le=1_000_000, description="Maximum measurements.")
+    seconds: float | None = Field(
+        None, gt=0, le=30 * 86400, allow_inf_nan=False,
+        description="Maximum tuning time (replayed GPU time for recordings).",
+    )
+    target_ms: float | None = Field(
+        None, gt=0, le=1e9, allow_inf_nan=False, description="Stop once a config is this fast."
+    )
+    patience: int | None = Field(
+        None, gt=0, le=1_000_000, description="Stop after this many measurements without a new best."
+    )
+
+    @model_validator(mode="after")
+    def _bounded(self) -> BudgetIn:
+        if self.trials is None and self.seconds is None:
+            raise ValueError("give trials or seconds: a service job needs a bound")
+        return self
+
+
+class JobCreate(_Strict):
+    """A tuning job on a recorded space (the bundled ones and those of KTUNE_RECORDINGS_DIR)."""
+
+    space: str = Field(
+        min_length=1, max_length=128, description="Name of a recorded space (GET /v1/spaces)."
+    )
+    device: str | None = Field(
+        None, min_length=1, max_length=200,
+        description="Device to tune for; must be the one the space was recorded on.",
+    )
+    strategy: str = Field("optuna", min_length=1, max_length=64)
+    budget: BudgetIn
+    seed: int | None = Field(None, ge=0, le=2**31 - 1)
+    batch_size: int = Field(1, ge=1, le=256)
+    constraints: list[Constraint] = Field(
+        default_factory=list, max_length=16,
+        description="Extra constraints, e.g. 'block_size_x*block_size_y <= 512'.",
+    )
+    replay_speed: float | None = Field(
+        None, gt=0, le=1e6, allow_inf_nan=False,
+        description="Spend the recorded GPU time in real time, this many times faster.",
+    )
+
+
+class BudgetOut(BaseModel):
+    trials: int | None
+    seconds: float | None
+    target_ms: float | None
+    patience: int | None
+
+
+class SpaceRef(BaseModel):
+    """The recorded space of a job, when the server's catalog has it."""
+
+    name: str
+    configs: int
+    optimum_ms: float | None = Field(description="Fastest time in the whole recording.")
+
+
+class JobOut(BaseModel):
+    id: int
+    state: JobState
+    workload: str
+    device: str
+    backend: str
+    strategy: str
+    seed: int | None
+    batch_size: int
+    budget: BudgetOut
+    n_trials: int
+    progress: float | None = Field(description="Share of the budget spent, 0 to 1.")
+    best_time_ms: float | None
+    best_trial: int | None
+    best_config: dict[str, Any] | None
+    clock_s: float = Field(description="Tuning time spent (replayed GPU time for recordings).")
+    space: SpaceRef | None
+    error: str
+    cancel_requested: bool
+    runner: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    heartbeat_at: datetime | None
+
+
+class JobPage(BaseModel):
+    items: list[JobOut]
+    limit: int
+    offset: int
+    next_offset: int | None = Field(description="Offset of the next page; null on the last.")
+
+
+class TrialOut(BaseModel):
+    seq: int | None
+    config: dict[str, Any]
+    status: TrialStatus
+    time_ms: float | None
+    compile_ms: float
+    bench_ms: float
+    clock_s: float
+    predicted: float | None
+    strategy: str
+    error: str
+
+
+class TrialPage(BaseModel):
+    items: list[TrialOut]
+    since: int
+    next_since: int = Field(description="Pass as ?since= to get only newer trials.")
+    job_state: JobState
+    n_trials: int

@@ -1,0 +1,30 @@
+"""Models of ``GET /v1/best``: the answer of a build-time lookup (``ktune.Answer.to_dict``)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+__all__ = ["AnswerOut", "QueryOut"]
+
+
+class QueryOut(BaseModel):
+    workload: str
+    operator: str
+    shape: list[int]
+    dtype: str
+    layout: str
+    device: str
+
+
+class AnswerOut(BaseModel):
+    query: QueryOut
+    tier: Literal["exact", "nearest_shape", "similar_device", "cost_model"]
+    workload: str = Field(description="The workload the config was tuned for.")
+    device: str = Field(description="The device it was tuned on.")
+    config: dict[str, Any]
+    time_ms: float | None = Field(description="Measured for `workload` on `device`.")
+    trial: int | None
+    distance: float = Field(description="0 when exact, else the shape or device distance.")
+    updated_at: str | None

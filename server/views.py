@@ -1,0 +1,84 @@
+"""Records of the tuning log as the API's response models."""
+
+from __future__ import annotations
+
+from db import JobRecord, TrialRecord
+from server.recordings import RecordingCatalog
+from server.schemas.jobs import BudgetOut, JobOut, SpaceRef, TrialOut
+
+__all__ = ["job_out", "progress", "trial_out"]
+
+_MAX_ERROR = 2000  # characters of an error text sent with a trial
+
+
+def progress(job: JobRecord) -> float | None:
+    """Share of the job's budget spent: trials, else tuning time; 1 when finished."""
+    if job.state == "done":
+        return 1.0
+    spec = job.spec
+    if spec.budget_trials:
+        return min(1.0, job.n_trials / spec.budget_trials)
+    if spec.budget_seconds:
+        return min(1.0, job.clock_s / spec.budget_seconds)
+    return None
+
+
+def _space(job: JobRecord, catalog: RecordingCatalog) -> SpaceRef | None:
+    path = job.spec.options.get("replay")
+    if not isinstance(path, str):
+        return None
+    found = catalog.by_path(path)
+    if found is None:
+        return None
+    name, recording = found
+    optimum = recording.optimum
+    return SpaceRef(name=name, configs=len(recording.space), optimum_ms=optimum.time_ms if optimum else None)
+
+
+def job_out(job: JobRecord, catalog: RecordingCatalog) -> JobOut:
+    spec = job.spec
+    return JobOut(
+        id=job.id,
+        state=job.state,  # type: ignore[arg-type]
+        workload=job.workload_key,
+        device=job.device_name,
+        backend=spec.backend,
+        strategy=spec.strategy,
+        seed=spec.seed,
+        batch_size=spec.batch_size,
+        budget=BudgetOut(
+            trials=spec.budget_trials,
+            seconds=spec.budget_seconds,
+            target_ms=spec.target_ms,
+            patience=spec.options.get("patience"),
+        ),
+        n_trials=job.n_trials,
+        progress=progress(job),
+        best_time_ms=job.best_time_ms,
+        best_trial=job.best_trial_id,
+        best_config=job.best_config,
+        clock_s=job.clock_s,
+        space=_space(job, catalog),
+        error=job.error,
+        cancel_requested=job.cancel_requested,
+        runner=job.claimed_by,
+        created_at=job.created_at,
+        started_at=job.started_at,
+        finished_at=job.finished_at,
+        heartbeat_at=job.heartbeat_at,
+    )
+
+
+def trial_out(t: TrialRecord) -> TrialOut:
+    return TrialOut(
+        seq=t.seq,
+        config=t.config,
+        status=t.status,  # type: ignore[arg-type]
+        time_ms=t.time_ms,
+        compile_ms=t.compile_ms,
+        bench_ms=t.bench_ms,
+        clock_s=t.clock_s,
+        predicted=t.predicted,
+        strategy=t.strategy,
+        error=t.error[:_MAX_ERROR],
+    )

@@ -1,0 +1,111 @@
+"""Bad requests: 422 naming the field (or 413), and nothing written to the tuning log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from db import TuningLog
+from tests.server.conftest import AUTH, job_body
+
+
+def _contents(tlog: TuningLog) -> tuple[Any, ...]:
+    return (tlog.list_jobs(), tlog.list_devices(), tlog.list_workloads())
+
+
+BAD_BODIES = [
+    ({"budget": {"trials": -5}}, ["body", "budget", "trials"]),
+    ({"budget": {"trials": 0}}, ["body", "budget", "trials"]),
+    ({"budget": {"seconds": -1.0}}, ["body", "budget", "seconds"]),
+    ({"budget": {}}, ["body", "budget"]),
+    ({"budget": {"trials": 10, "tries": 3}}, ["body", "budget", "tries"]),
+    ({"space": "no_such_space"}, ["body", "space"]),
+    ({"space": "../../etc/passwd"}, ["body", "space"]),
+    ({"space": "/work/main/search_space/recorded/convolution_A4000.json.gz"}, ["body", "space"]),
+    ({"device": "NVIDIA H100"}, ["body", "device"]),
+    ({"strategy": "genetic"}, ["body", "strategy"]),
+    ({"constraints": ["block_size_x *** 2"]}, ["body", "constraints"]),
+    ({"constraints": ["__import__('os')"]}, ["body", "constraints"]),
+    ({"constraints": ["block_size_x > 100000"]}, ["body", "constraints"]),
+    ({"batch_size": 0}, ["body", "batch_size"]),
+    ({"seed": -1}, ["body", "seed"]),
+    ({"replay_speed": 0}, ["body", "replay_speed"]),
+    ({"colour": "blue"}, ["body", "colour"]),
+]
+
+
+def test_bad_jobs_are_422_naming_the_field_and_write_nothing(idle_client: TestClient, tlog: TuningLog) -> None:
+    before = _contents(tlog)
+    for change, loc in BAD_BODIES:
+        body = job_body(**{k: v for k, v in change.items() if k != "colour"})
+        if "colour" in change:
+            body["colour"] = change["colour"]
+        response = idle_client.post("/v1/jobs", json=body, headers=AUTH)
+        assert response.status_code == 422, (change, response.text)
+        details = response.json()["detail"]
+        assert loc in [d["loc"] for d in details], (change, details)
+        assert all(d["msg"] for d in details)
+    assert _contents(tlog) == before
+
+
+def test_malformed_json_and_wrong_types(idle_client: TestClient, tlog: TuningLog) -> None:
+    before = _contents(tlog)
+    headers = {**AUTH, "Content-Type": "application/json"}
+    response = idle_client.post("/v1/jobs", content=b'{"space": "convolution_A4000", "budget": ', headers=headers)
+    assert response.status_code == 422 and response.json()["detail"][0]["type"] == "json_invalid"
+    response = idle_client.post("/v1/jobs", json=["not", "an", "object"], headers=AUTH)
+    assert response.status_code == 422
+    response = idle_client.post("/v1/jobs", json=job_body(budget={"trials": "many"}), headers=AUTH)
+    assert response.status_code == 422 and response.json()["detail"][0]["loc"] == ["body", "budget", "trials"]
+    assert _contents(tlog) == before
+
+
+def test_oversized_body_is_413(idle_client: TestClient, tlog: TuningLog) -> None:
+    before = _contents(tlog)
+    body = job_body(constraints=["block_size_x > 1"] * 10_000)
+    response = idle_client.post("/v1/jobs", json=body, headers=AUTH)
+    assert response.status_code == 413 and "too large" in response.json()["detail"]
+
+    def chunks():  # no Content-Length: the limit holds while the body streams in
+        for _ in range(100):
+            yield b" " * 4096
+
+    response = idle_client.post("/v1/jobs", content=chunks(), headers={**AUTH, "Content-Type": "application/json"})
+    assert response.status_code == 413
+    assert _contents(tlog) == before
+
+
+def test_device_of_the_recording_is_accepted(idle_client: TestClient) -> None:
+    response = idle_client.post("/v1/jobs", json=job_body(device="NVIDIA RTX A4000"), headers=AUTH)
+    assert response.status_code == 201
+
+
+BAD_LOOKUPS = [
+    ({"operator": "convolution_kernel", "shape": "4096x4096x8"}, "shape"),
+    ({"operator": "convolution_kernel", "shape": "4096xabc"}, "shape"),
+    ({"operator": "convolution_kernel", "shape": "0x4096"}, "shape"),
+    ({"operator": "convolution_kernel"}, "shape"),
+    ({"operator": "bad name!", "shape": "4"}, "operator"),
+    ({"workload": "not-a-key"}, "workload"),
+    ({"workload": "convolution_kernel/4096x4096/-", "operator": "x"}, "workload"),
+]
+
+
+def test_bad_lookups_are_422_naming_the_field(idle_client: TestClient, tlog: TuningLog) -> None:
+    from search_space.formats import load_cache
+    from tuner.importing import import_recording
+    from tuner.sources import bundled_recordings
+
+    import_recording(tlog, load_cache(bundled_recordings()["convolution_A4000"]))
+    for params, field in BAD_LOOKUPS:
+        response = idle_client.get("/v1/best", params={"device": "NVIDIA RTX A4000", **params})
+        assert response.status_code == 422, (params, response.text)
+        assert response.json()["detail"][0]["loc"] == ["query", field], params
+
+
+def test_lookup_of_an_unknown_device_is_422(idle_client: TestClient) -> None:
+    response = idle_client.get("/v1/best", params={"operator": "matmul", "shape": "64x64", "device": "Imaginary GPU 9000"})
+    assert response.status_code == 422 and response.json()["detail"][0]["loc"] == ["query", "device"]
+    missing = idle_client.get("/v1/best", params={"operator": "matmul", "shape": "64x64"})
+    assert missing.status_code == 422 and missing.json()["detail"][0]["loc"] == ["query", "device"]

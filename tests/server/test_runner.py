@@ -1,0 +1,162 @@
+"""The job runner: many runners on one log never run a job twice; leases; shutdown; cancel."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+
+from db import LeaseLost, TrialIn, TuningLog
+from server.runner import Runner
+from tuner.budget import Budget
+from tuner.jobs import JobRequest, create_job
+from tuner.sources import ReplaySource, bundled_recordings
+
+CONV = bundled_recordings()["convolution_A4000"]
+
+
+def queue(tlog: TuningLog, n: int, budget: int = 15, speed: float | None = None, batch: int = 1) -> list[int]:
+    source = ReplaySource.open(CONV, speed=speed)
+    return [
+        create_job(tlog, JobRequest(source, "random", Budget(max_trials=budget), seed=i, batch_size=batch)).id
+        for i in range(n)
+    ]
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail("timed out")
+        time.sleep(0.02)
+
+
+def test_concurrent_claims_never_hand_out_a_job_twice(db_url: str) -> None:
+    with TuningLog.open(db_url) as setup:
+        ids = queue(setup, 12)
+    logs = [TuningLog.open(db_url) for _ in range(4)]  # one engine each, as separate processes have
+    claimed: list[tuple[str, int]] = []
+    barrier = threading.Barrier(len(logs))
+
+    def claim_all(tlog: TuningLog, owner: str) -> None:
+        barrier.wait()
+        while (job := tlog.claim_job(owner, 60)) is not None:
+            claimed.append((owner, job.id))
+
+    threads = [threading.Thread(target=claim_all, args=(t, f"runner-{i}")) for i, t in enumerate(logs)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(job for _, job in claimed) == ids
+    with TuningLog.open(db_url) as check:
+        for owner, job_id in claimed:
+            job = check.get_job(job_id)
+            assert job is not None and job.state == "running" and job.claimed_by == owner
+    for t in logs:
+        t.close()
+
+
+def test_several_runners_share_the_queue_and_run_each_job_once(db_url: str) -> None:
+    with TuningLog.open(db_url) as setup:
+        ids = queue(setup, 6, budget=15)
+    logs = [TuningLog.open(db_url) for _ in range(3)]
+    runners = [Runner(t, concurrency=2, lease_s=10, poll_s=0.02, drain=True) for t in logs]
+    for r in runners:
+        r.start()
+    for r in runners:
+        assert r.wait(60)
+    with TuningLog.open(db_url) as check:
+        for job_id in ids:
+            job = check.get_job(job_id)
+            trials = check.job_trials(job_id)
+            assert job is not None and job.state == "done", job
+            assert [t.seq for t in trials] == list(range(15))
+            assert len({t.config_key for t in trials}) == 15
+        assert {check.get_job(i).claimed_by for i in ids} <= {r.name for r in runners}  # type: ignore[union-attr]
+    for r, t in zip(runners, logs):
+        r.stop(1)
+        t.close()
+
+
+def test_an_expired_lease_is_claimed_again_and_the_old_holder_is_fenced_off(db_url: str) -> None:
+    with TuningLog.open(db_url) as tlog:
+        (job_id,) = queue(tlog, 1)
+        job = tlog.get_job(job_id)
+        assert tlog.claim_job("dead", 0.2) is not None
+        assert tlog.claim_job("alive", 60) is None  # the lease still holds
+        time.sleep(0.3)
+        taken = tlog.claim_job("alive", 60)
+        assert taken is not None and taken.id == job_id and taken.claimed_by == "alive"
+        dead = tlog.for_runner("dead")
+        trial = TrialIn(config={"x": 1}, config_key="x=1", status="ok", time_ms=1.0, seq=0)
+        with pytest.raises(LeaseLost):
+            dead.add_trials(job_id, job.spec.workload_id, job.spec.device_id, "replay", [trial])  # type: ignore[union-attr]
+        with pytest.raises(LeaseLost):
+            dead.set_job_state(job_id, "failed", error="zombie")
+        assert tlog.job_trials(job_id) == [] and tlog.get_job(job_id).state == "running"  # type: ignore[union-attr]
+        alive = tlog.for_runner("alive")
+        alive.add_trials(job_id, job.spec.workload_id, job.spec.device_id, "replay", [trial])  # type: ignore[union-attr]
+        assert tlog.get_job(job_id).n_trials == 1  # type: ignore[union-attr]
+        with pytest.raises(LookupError):
+            alive.set_job_state(987654, "done")
+
+
+def test_a_live_runner_keeps_its_job_past_the_lease_length(db_url: str) -> None:
+    with TuningLog.open(db_url) as tlog:
+        # About 1.5 s of replayed time at this speed, with a lease of 0.6 s renewed every 0.2 s.
+        (job_id,) = queue(tlog, 1, budget=60, speed=100)
+        runner = Runner(tlog, lease_s=0.6, poll_s=0.02, drain=True)
+        runner.start()
+        wait_for(lambda: tlog.get_job(job_id).state == "running")  # type: ignore[union-attr]
+        thief = None
+        deadline = time.monotonic() + 1.2
+        while time.monotonic() < deadline and thief is None:
+            thief = tlog.claim_job("thief", 60)
+            time.sleep(0.05)
+        assert thief is None
+        assert runner.wait(30)
+        job = tlog.get_job(job_id)
+        assert job is not None and job.state == "done" and job.n_trials == 60
+
+
+def test_stopping_a_runner_requeues_its_job_and_another_resumes_it(db_url: str) -> None:
+    with TuningLog.open(db_url) as tlog:
+        (job_id,) = queue(tlog, 1, budget=80, speed=200, batch=2)
+        first = Runner(tlog, lease_s=30, poll_s=0.02)
+        first.start()
+        wait_for(lambda: tlog.get_job(job_id).n_trials >= 10)  # type: ignore[union-attr]
+        first.stop(10)
+        job = tlog.get_job(job_id)
+        assert job is not None and job.state == "queued" and job.claimed_by is None and job.error == ""
+        stopped_at = job.n_trials
+        assert 10 <= stopped_at < 80
+        second = Runner(tlog, lease_s=30, poll_s=0.02, drain=True)
+        second.start()
+        assert second.wait(60)
+        job = tlog.get_job(job_id)
+        trials = tlog.job_trials(job_id)
+        assert job is not None and job.state == "done" and job.claimed_by == second.name
+        assert [t.seq for t in trials] == list(range(80)) and len({t.config_key for t in trials}) == 80
+
+
+def test_a_job_that_cannot_start_is_marked_failed_and_the_runner_goes_on(db_url: str) -> None:
+    with TuningLog.open(db_url) as tlog:
+        ids = queue(tlog, 2, budget=5)
+        # A recording changed since the job was queued: its digest no longer matches.
+        bad = tlog.get_job(ids[0])
+        assert bad is not None
+        from sqlalchemy import update
+
+        from db.rows import job_t
+
+        with tlog._write() as conn:
+            conn.execute(update(job_t).where(job_t.c.id == ids[0]).values(options={**bad.spec.options, "digest": "0" * 64}))
+        runner = Runner(tlog, poll_s=0.02, drain=True)
+        runner.start()
+        assert runner.wait(30)
+        failed, done = tlog.get_job(ids[0]), tlog.get_job(ids[1])
+        assert failed is not None and failed.state == "failed" and "recording changed" in failed.error
+        assert done is not None and done.state == "done" and done.n_trials == 5

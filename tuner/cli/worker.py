@@ -1,0 +1,66 @@
+"""``ktune worker``: run queued jobs of the tuning log in this process, beside any server."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from types import FrameType
+from typing import Annotated
+
+import typer
+
+from tuner.cli.common import CliError, DbOption, open_log, out
+
+__all__ = ["worker"]
+
+_GRACE_S = 30.0
+
+
+def worker(
+    concurrency: Annotated[int, typer.Option("--concurrency", "-j", help="Jobs run at once.")] = 1,
+    lease: Annotated[float | None, typer.Option("--lease", help="Seconds a job stays ours without renewal (default $KTUNE_LEASE_SECONDS or 30).")] = None,
+    poll: Annotated[float | None, typer.Option("--poll", help="Seconds between looks at the queue when idle.")] = None,
+    drain: Annotated[bool, typer.Option("--drain", help="Exit once the queue is empty.")] = False,
+    backend: Annotated[list[str] | None, typer.Option("--backend", help="Run only jobs of this backend, e.g. replay or cupy (repeatable; default $KTUNE_RUNNER_BACKENDS, else any).")] = None,
+    db: DbOption = None,
+) -> None:
+    """Claim queued jobs and run them; several workers may share a PostgreSQL log.
+
+    A job whose runner died is resumed from its trials once its lease expires. SIGTERM or
+    Ctrl-C stops after the current batch and puts unfinished jobs back in the queue.
+    """
+    from server import Runner, Settings
+
+    if concurrency < 1:
+        raise CliError(f"--concurrency must be >= 1, got {concurrency}")
+    settings = Settings.load(
+        database_url=db, lease_seconds=lease, poll_seconds=poll, runner_backends=tuple(backend) if backend else None
+    )
+    tlog = open_log(settings.database_url)
+    runner = Runner(
+        tlog, concurrency=concurrency, lease_s=settings.lease_seconds, poll_s=settings.poll_seconds, drain=drain,
+        backends=settings.runner_backends or None,
+    )
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = signal.signal(signal.SIGTERM, on_signal)
+    with tlog:
+        out.print(
+            f"worker {runner.name}: {concurrency} slot(s) on {tlog.url}"
+            + (", until the queue is empty" if drain else ""),
+            markup=False,
+        )
+        runner.start()
+        try:
+            while not stop.wait(0.2):
+                if drain and runner.wait(0):
+                    break
+        except KeyboardInterrupt:
+            pass
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+            runner.stop(_GRACE_S)
+    out.print(f"worker {runner.name} stopped", markup=False)
