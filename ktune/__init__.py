@@ -13,7 +13,12 @@
 
 from __future__ import annotations
 
+from ktune._cost_model_choice import cost_model_choice
 from ktune._lookup import Answer, LookupInputError, lookup
 from ktune._model_tier import ModelChoice, register_model_choice
+
+# The last tier ranks an operator's space with a cost model trained on the log; a build system
+# may install its own choice (or None, to turn the tier off) with register_model_choice.
+register_model_choice(cost_model_choice)
 
 __all__ = ["Answer", "LookupInputError", "ModelChoice", "lookup", "register_model_choice"]

@@ -1,8 +1,8 @@
 """The lookup's last tier: the cost model's choice for a workload nobody tuned.
 
-This is a plug: until a trained cost model registers a choice function here (with
-:func:`register_model_choice`), the tier answers nothing, and a lookup that no tier of the
-log answers finds nothing. It never makes a config up.
+``ktune`` registers :func:`ktune._cost_model_choice.cost_model_choice` on import; another
+choice function can replace it (:func:`register_model_choice`), and ``None`` turns the tier
+off, so that a lookup no tier of the log answers finds nothing. It never makes a config up.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import ktune
+from ktune._cost_model_choice import cost_model_choice
 from db import LookupQuery, TuningLog
 
 
@@ -52,4 +53,4 @@ def test_a_model_choice_must_say_it_is_the_models(db_url: str) -> None:
         with pytest.raises(ValueError, match="tier 'cost_model'"):
             ktune.lookup("mm", "64", device="A100", db=db_url)
     finally:
-        ktune.register_model_choice(None)
+        ktune.register_model_choice(cost_model_choice)

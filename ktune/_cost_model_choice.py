@@ -1,0 +1,50 @@
+"""The default cost-model tier: rank an operator's space for a workload nobody has tuned.
+
+For a workload of one of ktune's operators (``search_space.operators``) on a device whose spec
+is known (stored with the device, or in the catalog), the operator's space is built for that
+device's limits and ranked by a cost model trained on every trial in the log of a space with the
+same parameters (other shapes, other devices; ``cost_model.transfer``). The answer's
+``time_ms`` is ``None``: the model predicts a ranking, not a time. No spec, no matching trials,
+or a recorded (Kernel Tuner) space without an operator: no answer, never a guess.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from db import LookupQuery, TuningLog
+from ktune._answer import Answer
+
+__all__ = ["cost_model_choice"]
+
+log = logging.getLogger(__name__)
+
+
+def cost_model_choice(tlog: TuningLog, query: LookupQuery) -> Answer | None:
+    from cost_model.devices import resolve
+    from cost_model.model import ModelError
+    from cost_model.transfer import TransferModel
+    from search_space import operators
+    from search_space.operators.base import DeviceLimits
+
+    if query.operator not in operators.names():
+        return None
+    stored = tlog.get_device(query.device)
+    spec = resolve(query.device, stored.spec if stored else None)
+    if spec is None:
+        return None
+    op = operators.get(query.operator)
+    try:
+        workload = op.workload(query.shape, query.dtype or "float32", query.layout)
+        space = op.space(workload, DeviceLimits.from_spec(spec))
+        if len(space) == 0:
+            return None
+        model = TransferModel.from_log(tlog, space, workload, spec)
+    except (ModelError, ValueError) as exc:  # operator/space errors are ValueErrors too
+        log.debug("no cost-model answer for %s on %s: %s", query.workload_key, query.device, exc)
+        return None
+    best = int(model.rank()[0])
+    return Answer(
+        query=query, tier="cost_model", workload=workload.key, device=query.device,
+        config=space.config(best), time_ms=None, trial=None, distance=0.0, updated_at=None,
+    )
