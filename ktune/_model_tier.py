@@ -22,11 +22,13 @@ _lock = threading.Lock()
 _choice: ModelChoice | None = None
 
 
-def register_model_choice(choice: ModelChoice | None) -> None:
-    """Install the cost model's choice function (None removes it)."""
+def register_model_choice(choice: ModelChoice | None) -> ModelChoice | None:
+    """Install the cost model's choice function (None removes it); returns the one it replaces,
+    so a caller can put it back."""
     global _choice
     with _lock:
-        _choice = choice
+        previous, _choice = _choice, choice
+    return previous
 
 
 def model_choice(tlog: TuningLog, query: LookupQuery) -> Answer | None:

@@ -50,3 +50,11 @@ def test_no_model_answer_for_a_device_without_a_spec(db_url: str) -> None:
     with TuningLog.open(db_url) as tlog:
         tlog.get_or_create_device("Mystery GPU 9000")  # known to the log, but no spec anywhere
     assert ktune.lookup("matmul", (2048, 2048, 2048), dtype="float32", device="Mystery GPU 9000", db=db_url) is None
+
+
+def test_the_model_tier_is_installed_by_default_and_can_be_replaced() -> None:
+    from ktune._cost_model_choice import cost_model_choice
+
+    previous = ktune.register_model_choice(None)
+    assert previous is cost_model_choice
+    assert ktune.register_model_choice(previous) is None

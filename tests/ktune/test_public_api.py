@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 import ktune
-from ktune._cost_model_choice import cost_model_choice
 from db import LookupQuery, TuningLog
 
 
@@ -48,9 +47,9 @@ def test_a_model_choice_must_say_it_is_the_models(db_url: str) -> None:
     def liar(tlog: TuningLog, query: LookupQuery) -> ktune.Answer:
         return ktune.Answer(query, "exact", query.workload_key, query.device, {}, 1.0, None, 0.0, None)
 
-    ktune.register_model_choice(liar)
+    previous = ktune.register_model_choice(liar)
     try:
         with pytest.raises(ValueError, match="tier 'cost_model'"):
             ktune.lookup("mm", "64", device="A100", db=db_url)
     finally:
-        ktune.register_model_choice(cost_model_choice)
+        ktune.register_model_choice(previous)

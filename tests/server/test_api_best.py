@@ -93,14 +93,14 @@ def test_cost_model_tier_answers_only_when_a_model_is_registered(idle_client: Te
         return ktune.Answer(query=query, tier="cost_model", workload=query.workload_key, device=query.device,
                             config={"tile": 2}, time_ms=0.01, trial=None, distance=0.0, updated_at=None)
 
-    ktune.register_model_choice(choice)
+    previous = ktune.register_model_choice(choice)
     try:
         answer = _best(idle_client, **params).json()
         assert answer["tier"] == "cost_model" and answer["config"] == {"tile": 2} and answer["trial"] is None
         # The log's tiers come first.
         assert _best(idle_client, operator="matmul", shape="1024x1024x1024", dtype="float32", device=A100).json()["tier"] == "exact"
     finally:
-        ktune.register_model_choice(None)
+        ktune.register_model_choice(previous)
 
 
 def test_python_api_gives_the_same_answer_as_the_rest_api(
