@@ -20,6 +20,7 @@ from search_space import (
     SpaceError,
     parse_constraint,
 )
+from benchmarks.space_construction import synthetic
 from search_space.enumeration import binding_order, enumerate_ranks
 
 P = Parameter.of
@@ -372,37 +373,8 @@ def test_string_and_bool_parameters_in_constraints(oracle, product):
     assert space.configs(range(len(space))) == brute_force(params, constraints, oracle, product)
 
 
-def synthetic_1e8() -> tuple[list[Parameter], list[str]]:
-    params = [
-        P("block_size_x", [2**i for i in range(11)]),
-        P("block_size_y", [2**i for i in range(11)]),
-        P("block_size_z", [1, 2, 4, 8, 16, 32, 64]),
-        P("tile_size_x", list(range(1, 9))),
-        P("tile_size_y", list(range(1, 9))),
-        P("unroll", list(range(8))),
-        P("vector", [1, 2, 4, 8]),
-        P("use_shmem", [0, 1]),
-        P("prefetch", [False, True]),
-        P("layout", ["row", "col"]),
-        P("stages", list(range(1, 9))),
-    ]
-    constraints = [
-        "32 <= block_size_x * block_size_y * block_size_z <= 1024",
-        "block_size_x * tile_size_x <= 256",
-        "block_size_y * tile_size_y <= 256",
-        (
-            "use_shmem == 0 or (block_size_x * tile_size_x + 2) * (block_size_y * tile_size_y + 2)"
-            " * 4 * stages <= 48 * 1024"
-        ),
-        "unroll == 0 or tile_size_x % unroll == 0",
-        "layout == 'row' or vector == 1",
-        "not prefetch or stages > 1",
-    ]
-    return params, constraints
-
-
 def test_1e8_cartesian_space_builds_fast_in_little_memory():
-    params, constraints = synthetic_1e8()
+    params, constraints = synthetic()  # the benchmark's 1.1e8-point space
     tracemalloc.start()
     try:
         start = time.perf_counter()
