@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 from search_space.parameters import Config
 from search_space.space import SearchSpace
@@ -26,10 +26,14 @@ log = logging.getLogger(__name__)
 class PastTrial(Protocol):
     """What the loop needs of a recorded trial (``db.TrialRecord`` fits)."""
 
-    config: dict
-    status: str
-    time_ms: float | None
-    clock_s: float
+    @property
+    def config(self) -> dict[str, Any]: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def time_ms(self) -> float | None: ...
+    @property
+    def clock_s(self) -> float: ...
 
 
 @dataclass(frozen=True)

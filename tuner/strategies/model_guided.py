@@ -85,7 +85,8 @@ class ModelGuided(Strategy):
             if len(members) <= self.prior_per_group:
                 out.extend(members)
                 continue
-            order = sorted(range(len(members)), key=lambda i: members[i].time_ms if members[i].ok else np.inf)
+            times = [s.time_ms if s.ok and s.time_ms is not None else np.inf for s in members]
+            order = sorted(range(len(members)), key=times.__getitem__)
             keep = order[: self.prior_per_group // 5]
             rest = np.array(order[self.prior_per_group // 5 :])
             keep += self.rng.choice(rest, self.prior_per_group - len(keep), replace=False).tolist()
