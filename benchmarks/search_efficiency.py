@@ -78,7 +78,8 @@ def random_expectation(rec: RecordedSpace, budget: int) -> Runs:
     The returned 'curve' is that median at every k; ``within`` uses the exact probability.
     """
     n = len(rec.space)
-    times = np.sort([r.time_ms for r in rec.records.values() if r.status == "ok" and r.key in _members(rec)])
+    members = _members(rec)
+    times = np.sort([r.time_ms for r in rec.records.values() if r.status == "ok" and r.key in members])
     opt = times[0]
     medians = []
     for k in range(1, budget + 1):
