@@ -24,7 +24,7 @@ setup-test: $(VENV)/.installed-test
 # GPU and CuPy (pip install -e '.[gpu]') this tunes fp16 matmul 2048^3 on it; otherwise a real
 # recorded GPU space (Kernel Tuner cache of a 2-D convolution on an NVIDIA RTX A4000, bundled).
 run: setup
-	$(BIN)/ktune tune --demo --strategy optuna --budget 100 --seed 1 --out out/demo.json
+	$(BIN)/ktune tune --demo --budget 100 --seed 1 --out out/demo.json
 
 # Debian's chromium for the dashboard's browser test, driven by Playwright's Python client
 # (which downloads no browser). Installed when missing and we are root with apt-get; otherwise

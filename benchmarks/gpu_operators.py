@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", nargs="*", default=None, help="cases like matmul-float16 or reduction-float32-sum")
     parser.add_argument("--budget", type=int, default=200)
-    parser.add_argument("--strategy", default="optuna")
+    parser.add_argument("--strategy", default=strategies.DEFAULT)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--out", type=Path, default=None)

@@ -71,6 +71,11 @@ def best_curve(rec: RecordedSpace, keys: list[str], budget: int) -> np.ndarray:
     return np.array(out)
 
 
+def measurement_ms(rec: RecordedSpace) -> float:
+    """Median replayed cost of one measurement: recorded compile + benchmark time."""
+    return float(np.median([r.compile_ms + r.bench_ms for r in rec.records.values() if r.status != "invalid"]))
+
+
 def random_expectation(rec: RecordedSpace, budget: int) -> Runs:
     """The exact median of best/optimum for uniform sampling without replacement.
 
@@ -93,6 +98,7 @@ def random_expectation(rec: RecordedSpace, budget: int) -> Runs:
     runs = Runs([np.array(medians)], [0.0])
     r5 = int(np.searchsorted(times, 1.05 * opt, side="right"))
     runs.exact_within_100 = 1.0 - _ratio(n - r5, n, min(100, n))  # type: ignore[attr-defined]
+    runs.exact_within_10 = 1.0 - _ratio(n - r5, n, min(10, n))  # type: ignore[attr-defined]
     return runs
 
 
@@ -184,21 +190,28 @@ def print_table(mode: str, table: dict[str, dict[Path, Runs]], recs: dict[Path, 
     spaces = sorted({f for per in table.values() for f in per}, key=str)
     print(f"\n### mode: {mode} ({len(spaces)} spaces, {seeds} seeds, budget {budget}; replayed recordings)\n")
     cps = [k for k in CHECKPOINTS if k <= budget]
-    print("| strategy | " + " | ".join(f"@{k}" for k in cps) + " | within 5% by 100 | tuner ms/meas. |")
-    print("|---|" + "---|" * (len(cps) + 2))
+    print("| strategy | " + " | ".join(f"@{k}" for k in cps)
+          + " | within 5% by 10 | within 5% by 100 | tuner ms/meas. | tuner / measurement time (worst space) |")
+    print("|---|" + "---|" * (len(cps) + 4))
     for name, per in sorted(table.items(), key=lambda kv: statistics.mean(r.median_at(100) for r in kv[1].values())):
         cells = [f"{statistics.mean(per[f].median_at(k) for f in per):.3f}" for k in cps]
         within = [r.within(100) if getattr(r, "exact_within_100", None) is None else r.exact_within_100  # type: ignore[attr-defined]
                   for r in per.values()]
+        within10 = [r.within(10) if getattr(r, "exact_within_10", None) is None else r.exact_within_10  # type: ignore[attr-defined]
+                    for r in per.values()]
         ms = [m for r in per.values() for m in r.tuner_ms_per_measurement if not math.isnan(m)]
-        print(f"| {name} | " + " | ".join(cells) + f" | {statistics.mean(within):.2f} | "
-              + (f"{statistics.median(ms):.1f}" if ms else "-") + " |")
-    print("\nper space, median best/optimum @50 / @100:\n")
+        shares = [statistics.median(r.tuner_ms_per_measurement) / measurement_ms(recs[f])
+                  for f, r in per.items() if not any(math.isnan(m) for m in r.tuner_ms_per_measurement)]
+        print(f"| {name} | " + " | ".join(cells) + f" | {statistics.mean(within10):.2f} | {statistics.mean(within):.2f} | "
+              + (f"{statistics.median(ms):.1f}" if ms else "-") + " | "
+              + (f"{100 * max(shares):.2f}%" if shares and max(shares) > 0 else "-") + " |")
+    print("\nper space, median best/optimum @10 / @50 / @100:\n")
     print("| strategy | " + " | ".join(f"{f.parent.name}/{f.name.split('.')[0]}" for f in spaces) + " |")
     print("|---|" + "---|" * len(spaces))
     for name, per in sorted(table.items()):
         print(f"| {name} | " + " | ".join(
-            f"{per[f].median_at(50):.3f} / {per[f].median_at(100):.3f}" if f in per else "-" for f in spaces) + " |")
+            f"{per[f].median_at(10):.3f} / {per[f].median_at(50):.3f} / {per[f].median_at(100):.3f}" if f in per else "-"
+            for f in spaces) + " |")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
+from tuner import strategies
+
 __all__ = [
     "BudgetIn",
     "BudgetOut",
@@ -61,7 +63,7 @@ class JobCreate(_Strict):
         None, min_length=1, max_length=200,
         description="Device to tune for; must be the one the space was recorded on.",
     )
-    strategy: str = Field("optuna", min_length=1, max_length=64)
+    strategy: str = Field(strategies.DEFAULT, min_length=1, max_length=64)
     budget: BudgetIn
     seed: int | None = Field(None, ge=0, le=2**31 - 1)
     batch_size: int = Field(1, ge=1, le=256)

@@ -177,3 +177,12 @@ def test_extra_constraint_restricts_what_is_measured(capsys, tmp_path: Path, db_
 def test_resume_of_unknown_job_is_one_line(capsys, tmp_path: Path) -> None:
     code, _, stderr = ktune(capsys, "tune", "--resume", "999", "--db", f"sqlite:///{tmp_path}/l.db")
     assert code != 0 and stderr.strip().startswith("error: no job 999")
+
+
+def test_tune_without_a_strategy_runs_the_default_auto(capsys, tmp_path: Path, db_url: str) -> None:
+    out = tmp_path / "auto.json"
+    code, stdout, _ = ktune(capsys, "tune", "--replay", PNPOLY, "--budget", "24", "--seed", "2",
+                            "--out", str(out), "--db", db_url, "-q")
+    assert code == 0, stdout
+    doc = json.loads(out.read_text())
+    assert doc["strategy"] == "auto" and len(doc["trials"]) == 24

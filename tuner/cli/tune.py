@@ -9,6 +9,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from db import TuningLog
+from tuner import strategies
 from tuner.budget import Budget
 from tuner.cli.common import CliError, DbOption, err, open_log, out
 from tuner.cli.output import format_config, format_duration, format_ms, job_document, write_json_atomic
@@ -39,7 +40,7 @@ def tune(
     layout: Annotated[str, typer.Option("--layout", help="Layout for --op: NCHW/NHWC (conv2d), sum/max (reduction).")] = "",
     device: Annotated[int, typer.Option("--device", help="CUDA device index for --op.")] = 0,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds one measurement may take on the GPU before its worker is killed.")] = 30.0,
-    strategy: Annotated[str, typer.Option("--strategy", "-s", help="Search strategy (see `ktune strategies`).")] = "optuna",
+    strategy: Annotated[str, typer.Option("--strategy", "-s", help="Search strategy (see `ktune strategies`).")] = strategies.DEFAULT,
     budget: Annotated[Optional[int], typer.Option("--budget", "-n", help="Maximum number of measurements.")] = None,
     time_budget: Annotated[Optional[float], typer.Option("--time-budget", help="Maximum tuning time in seconds (replayed GPU time for recordings).")] = None,
     target: Annotated[Optional[float], typer.Option("--target", help="Stop once a config runs in this many ms.")] = None,

@@ -11,7 +11,10 @@ import importlib
 from search_space.space import SearchSpace
 from tuner.strategies.base import Observation, SearchContext, Strategy, StrategyError
 
-__all__ = ["REGISTRY", "Observation", "SearchContext", "Strategy", "StrategyError", "create", "get", "names"]
+__all__ = ["DEFAULT", "REGISTRY", "Observation", "SearchContext", "Strategy", "StrategyError", "create", "get", "names"]
+
+#: the strategy a job gets when it names none: the winner of benchmarks/search_efficiency.py
+DEFAULT = "auto"
 
 REGISTRY: dict[str, str] = {
     "random": "tuner.strategies.random_search:RandomSearch",
@@ -19,6 +22,7 @@ REGISTRY: dict[str, str] = {
     "annealing": "tuner.strategies.annealing:ModelAnnealing",
     "rl": "tuner.strategies.rl:ReinforcementSearch",
     "auto": "tuner.strategies.auto:AutoSearch",
+    "bayes": "tuner.strategies.bayes:BayesianSearch",
 }
 
 

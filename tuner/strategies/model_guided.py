@@ -16,6 +16,7 @@ the sources (annealing, the RL agent) then read scores from that table.
 
 from __future__ import annotations
 
+import math
 from abc import abstractmethod
 from typing import ClassVar, Sequence
 
@@ -203,6 +204,24 @@ class ModelGuided(Strategy):
             return pool
         order = np.argsort(-self.score(pool), kind="stable")
         return pool[order[:k]]
+
+    def prior_ratios(self) -> list[tuple[int, float]]:
+        """The log's prior as (dense index, time / best time of its group; ``inf`` = failed),
+        for the configs this space holds (for sources that read the prior directly)."""
+        best: dict[tuple[str, str], float] = {}
+        for s in self._prior:
+            if s.ok:
+                best[s.group] = min(best.get(s.group, math.inf), float(s.time_ms))  # type: ignore[arg-type]
+        out: list[tuple[int, float]] = []
+        for s in self._prior:
+            index = self.space.index(s.config)
+            if index is not None and s.group in best:
+                out.append((index, float(s.time_ms) / best[s.group] if s.ok else math.inf))  # type: ignore[arg-type]
+        return out
+
+    def measured_times(self) -> dict[int, float | None]:
+        """This job's measurements: index -> time (``None`` for a failed run)."""
+        return {i: (o.time_ms if o.ok else None) for i, o in self._obs.items()}
 
     def annealed(self, k: int, taken: set[int], chains: int = 16) -> np.ndarray:
         """Model-based simulated annealing from the best measured and some random configs."""
