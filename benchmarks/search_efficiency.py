@@ -137,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="*", type=Path)
     parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--first-seed", type=int, default=0, help="seeds run from here (a second draw of seeds)")
     parser.add_argument("--budget", type=int, default=200)
     parser.add_argument("--strategies", default=",".join(strategies.names()), help="ktune strategies, comma-separated")
     parser.add_argument("--kt", default=",".join(KT_STRATEGIES), help="Kernel Tuner strategies ('' for none)")
@@ -165,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
                 template = empty if mode == "none" else make_template(tmp, label.replace("/", "_"), others)
                 for name in ours:
                     runs = Runs([], [])
-                    for seed in range(args.seeds):
+                    for seed in range(args.first_seed, args.first_seed + args.seeds):
                         curve, ms = run_ktune(f, rec, name, seed, args.budget, template, tmp)
                         runs.curves.append(curve)
                         runs.tuner_ms_per_measurement.append(ms)
@@ -175,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
                 if mode == "none":
                     for name in theirs:
                         runs = Runs([], [])
-                        for seed in range(args.seeds):
+                        for seed in range(args.first_seed, args.first_seed + args.seeds):
                             kt = run_kernel_tuner(f, name, args.budget, seed)
                             runs.curves.append(best_curve(rec, kt.keys, args.budget))
                             runs.tuner_ms_per_measurement.append(float("nan"))

@@ -69,5 +69,5 @@ def strategies(_: Reader) -> list[StrategyOut]:
             summary = registry.get(name).summary
         except registry.StrategyError as exc:
             summary = f"unavailable: {exc}"
-        out.append(StrategyOut(name=name, summary=summary))
+        out.append(StrategyOut(name=name, summary=summary, default=name == registry.DEFAULT))
     return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 __all__ = [
     "DeviceOut",
@@ -63,3 +63,4 @@ class SpacesOut(BaseModel):
 class StrategyOut(BaseModel):
     name: str
     summary: str
+    default: bool = Field(False, description="the strategy a job gets when it names none")

@@ -42,8 +42,9 @@ def test_a_configured_directory_adds_recordings(db_url: str, tmp_path: Path) -> 
 
 
 def test_strategies(client: TestClient) -> None:
-    names = [s["name"] for s in client.get("/v1/strategies").json()]
-    assert {"random", "optuna"} <= set(names)
+    listed = client.get("/v1/strategies").json()
+    assert {"random", "optuna", "auto"} <= {s["name"] for s in listed}
+    assert [s["name"] for s in listed if s["default"]] == ["auto"]
 
 
 def test_metrics_count_what_the_log_holds(client: TestClient, tlog: TuningLog) -> None:

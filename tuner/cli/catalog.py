@@ -20,7 +20,7 @@ def strategies() -> None:
             summary = registry.get(name).summary
         except registry.StrategyError as exc:
             summary = f"unavailable: {exc}"
-        table.add_row(name, summary)
+        table.add_row(f"{name} (default)" if name == registry.DEFAULT else name, summary)
     out.print(table)
 
 
