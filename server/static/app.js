@@ -179,7 +179,7 @@ async function showJobs() {
           h("tbody", {}, rows)))
       : h("div", { class: "card empty" }, h("p", {}, "No jobs yet."),
           h("p", { class: "muted" }, "Submit one with POST /v1/jobs, e.g. ",
-            h("code", {}, `{"space": "convolution_A4000", "strategy": "optuna", "budget": {"trials": 200}}`))));
+            h("code", {}, `{"space": "convolution_A4000", "budget": {"trials": 200}}`))));
   schedule(showJobs, jobs.some((j) => LIVE.has(j.state)) ? 1500 : 5000);
 }
 
