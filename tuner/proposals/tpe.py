@@ -6,14 +6,16 @@ Each call builds a fresh in-memory study from what is known now and asks it for 
   worst ratio seen), so values are on one scale however the best moves;
 - while the job is young, measurements of the same space on other devices or workloads from
   the log (the *prior*), valued by the same ratio within their own group. The prior is thinned
-  as the job grows (``prior_cap * half / (half + n)`` rows, keeping each group's fastest first),
-  so TPE's densities come to be the target's own.
+  as the job grows to ``prior_cap * half / (half + n)`` rows: the fastest half of them, the rest
+  spread evenly over the slower ones (TPE needs bad examples too), so TPE's densities come to
+  be the target's own.
 
 Knobs are ordinal positions (numbers) or categories (strings, booleans), as in the standalone
 ``optuna`` strategy. A proposal outside the space's constraints is told back as a bad trial of
-the throwaway study and asked again. Rebuilding the study each time keeps the source stateless
-(a resumed job proposes what the original would have) and costs well under a millisecond per
-trial added.
+the throwaway study and asked again; so is a repeat. No study is kept between calls (the only
+state is a call counter that seeds each one), so a replayed job proposes what the original did.
+Cost: 30-220 ms per call of 4 proposals on a 4,362-config space with 10-200 trials in the study
+(2-core VM), which is why ``auto`` does not pool it (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ class TPESource:
             return np.empty(0, dtype=np.int64)
         self._calls += 1
         sampler = optuna.samplers.TPESampler(
-            seed=self.seed * 7919 + self._calls, multivariate=True, n_startup_trials=5, constant_liar=True
+            seed=self.seed * 7919 + self._calls, multivariate=True, n_startup_trials=5
         )
         study = optuna.create_study(direction="minimize", sampler=sampler)
         trials = self._trials(measured)
@@ -91,7 +93,7 @@ class TPESource:
                     continue
                 chosen.add(int(index))
                 out.append(int(index))
-                study.tell(trial, state=optuna.trial.TrialState.FAIL)  # a pending proposal
+                study.tell(trial, state=optuna.trial.TrialState.FAIL)  # accepted; TPE ignores failed trials
         return np.array(out, dtype=np.int64)
 
     # --- building the study --------------------------------------------------------------
@@ -119,8 +121,7 @@ class TPESource:
         return trials
 
     def _thinned(self, keep: int) -> list[tuple[int, float]]:
-        """The fastest half of ``keep`` prior rows, then the rest evenly through the others
-        (TPE needs bad examples too)."""
+        """``keep`` prior rows: the fastest half, then the rest evenly through the others."""
         if keep >= len(self.prior):
             return list(self.prior)
         head = self.prior[: keep // 2]
