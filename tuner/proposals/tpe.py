@@ -29,7 +29,23 @@ import numpy as np
 
 from search_space.space import SearchSpace
 
-__all__ = ["TPESource"]
+__all__ = ["TPESource", "position_distributions"]
+
+
+def position_distributions(space: SearchSpace) -> dict[str, Any]:
+    """Optuna distributions over value positions: ordinal for numbers, categorical for strings
+    and booleans; single-valued knobs are left out (their position is always 0)."""
+    from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
+
+    dists: dict[str, BaseDistribution] = {}
+    for p in space.parameters:
+        if len(p.values) == 1:
+            continue
+        if p.kind in ("int", "float"):
+            dists[p.name] = IntDistribution(0, len(p.values) - 1)
+        else:
+            dists[p.name] = CategoricalDistribution(tuple(range(len(p.values))))
+    return dists
 
 
 class TPESource:
@@ -46,7 +62,6 @@ class TPESource:
     ) -> None:
         """``prior``: (dense index, value relative to its group's best; ``inf`` = failed)."""
         import optuna
-        from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         self.space = space
@@ -54,14 +69,7 @@ class TPESource:
         self.prior = sorted(prior, key=lambda p: p[1])
         self.prior_cap = prior_cap
         self.prior_half_at = prior_half_at
-        self._dists: dict[str, BaseDistribution] = {}
-        for p in space.parameters:
-            if len(p.values) == 1:
-                continue
-            if p.kind in ("int", "float"):
-                self._dists[p.name] = IntDistribution(0, len(p.values) - 1)
-            else:
-                self._dists[p.name] = CategoricalDistribution(tuple(range(len(p.values))))
+        self._dists = position_distributions(space)
         self._calls = 0
 
     def propose(self, k: int, measured: Mapping[int, float | None], taken: set[int]) -> np.ndarray:

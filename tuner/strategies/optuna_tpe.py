@@ -16,10 +16,10 @@ from typing import Any, Sequence
 
 import numpy as np
 import optuna
-from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
 from optuna.trial import Trial, TrialState
 
 from search_space.space import SearchSpace
+from tuner.proposals.tpe import position_distributions
 from tuner.strategies.base import Observation, SearchContext, Strategy
 
 __all__ = ["OptunaTPE"]
@@ -48,15 +48,7 @@ class OptunaTPE(Strategy):
             seed=seed, n_startup_trials=n_startup_trials, multivariate=True, constant_liar=True
         )
         self._study = optuna.create_study(direction="minimize", sampler=sampler)
-        self._dists: dict[str, BaseDistribution] = {}
-        self._fixed: dict[str, int] = {}
-        for p in space.parameters:
-            if len(p.values) == 1:
-                self._fixed[p.name] = 0
-            elif p.kind in ("int", "float"):
-                self._dists[p.name] = IntDistribution(0, len(p.values) - 1)
-            else:
-                self._dists[p.name] = CategoricalDistribution(tuple(range(len(p.values))))
+        self._dists = position_distributions(space)
         self._seen: set[int] = set()
         self._pending: dict[int, Trial] = {}
         self._worst_ms = 1.0
@@ -64,7 +56,7 @@ class OptunaTPE(Strategy):
     # -- encoding ---------------------------------------------------------------------------
     def _index_of(self, positions: dict[str, Any]) -> int | None:
         config = {
-            p.name: p.values[int(positions.get(p.name, self._fixed.get(p.name, 0)))]
+            p.name: p.values[int(positions.get(p.name, 0))]
             for p in self.space.parameters
         }
         return self.space.index(config)
