@@ -23,7 +23,7 @@ from typing import ClassVar, Sequence
 import numpy as np
 
 from cost_model.features import FeatureExtractor
-from cost_model.samples import Sample
+from cost_model.samples import Sample, group_ids, relative_throughput
 from cost_model.transfer import MIN_DEVICES_FOR_COLUMNS
 from cost_model.xgb import XGBCostModel
 from search_space.space import SearchSpace
@@ -208,15 +208,16 @@ class ModelGuided(Strategy):
     def prior_ratios(self) -> list[tuple[int, float]]:
         """The log's prior as (dense index, time / best time of its group; ``inf`` = failed),
         for the configs this space holds (for sources that read the prior directly)."""
-        best: dict[tuple[str, str], float] = {}
-        for s in self._prior:
-            if s.ok:
-                best[s.group] = min(best.get(s.group, math.inf), float(s.time_ms))  # type: ignore[arg-type]
+        if not self._prior:
+            return []
+        ids, _ = group_ids(self._prior)
+        throughput = relative_throughput(self._prior, ids)  # best / time, 0 when failed
+        has_ok = np.bincount(ids, weights=[s.ok for s in self._prior]) > 0
         out: list[tuple[int, float]] = []
-        for s in self._prior:
+        for s, g, r in zip(self._prior, ids, throughput):
             index = self.space.index(s.config)
-            if index is not None and s.group in best:
-                out.append((index, float(s.time_ms) / best[s.group] if s.ok else math.inf))  # type: ignore[arg-type]
+            if index is not None and has_ok[g]:
+                out.append((index, 1.0 / r if r > 0 else math.inf))
         return out
 
     def measured_times(self) -> dict[int, float | None]:
