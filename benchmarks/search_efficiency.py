@@ -23,7 +23,7 @@ import statistics
 import sys
 import tempfile
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -50,11 +50,15 @@ class Runs:
 
     curves: list[np.ndarray]
     tuner_ms_per_measurement: list[float]
+    #: exact P(within 5% by k), where known (random search); else counted over the curves
+    exact_within: dict[int, float] = field(default_factory=dict)
 
     def median_at(self, k: int) -> float:
         return float(np.median([c[min(k, len(c)) - 1] for c in self.curves]))
 
     def within(self, k: int, tol: float = 0.05) -> float:
+        if k in self.exact_within and tol == 0.05:
+            return self.exact_within[k]
         return float(np.mean([c[min(k, len(c)) - 1] <= 1 + tol for c in self.curves]))
 
 
@@ -97,8 +101,7 @@ def random_expectation(rec: RecordedSpace, budget: int) -> Runs:
             medians.append(math.inf)
     runs = Runs([np.array(medians)], [0.0])
     r5 = int(np.searchsorted(times, 1.05 * opt, side="right"))
-    runs.exact_within_100 = 1.0 - _ratio(n - r5, n, min(100, n))  # type: ignore[attr-defined]
-    runs.exact_within_10 = 1.0 - _ratio(n - r5, n, min(10, n))  # type: ignore[attr-defined]
+    runs.exact_within = {k: 1.0 - _ratio(n - r5, n, min(k, n)) for k in (10, 100)}
     return runs
 
 
@@ -143,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kt", default=",".join(KT_STRATEGIES), help="Kernel Tuner strategies ('' for none)")
     parser.add_argument("--modes", default="none,transfer")
     args = parser.parse_args(argv)
+    if args.seeds < 1 or args.first_seed < 0 or args.budget < 1:
+        parser.error("--seeds and --budget must be at least 1, --first-seed at least 0")
     files = args.files or sorted((ROOT.parent / "shared" / "datasets").glob("*/*.json.gz"))
     if not files:
         parser.error("no recorded spaces given and none under ../shared/datasets")
@@ -189,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def print_table(mode: str, table: dict[str, dict[Path, Runs]], recs: dict[Path, RecordedSpace], seeds: int, budget: int) -> None:
     spaces = sorted({f for per in table.values() for f in per}, key=str)
+    cost_ms = {f: measurement_ms(recs[f]) for f in spaces}
     print(f"\n### mode: {mode} ({len(spaces)} spaces, {seeds} seeds, budget {budget}; replayed recordings)\n")
     cps = [k for k in CHECKPOINTS if k <= budget]
     print("| strategy | " + " | ".join(f"@{k}" for k in cps)
@@ -196,12 +202,10 @@ def print_table(mode: str, table: dict[str, dict[Path, Runs]], recs: dict[Path, 
     print("|---|" + "---|" * (len(cps) + 4))
     for name, per in sorted(table.items(), key=lambda kv: statistics.mean(r.median_at(100) for r in kv[1].values())):
         cells = [f"{statistics.mean(per[f].median_at(k) for f in per):.3f}" for k in cps]
-        within = [r.within(100) if getattr(r, "exact_within_100", None) is None else r.exact_within_100  # type: ignore[attr-defined]
-                  for r in per.values()]
-        within10 = [r.within(10) if getattr(r, "exact_within_10", None) is None else r.exact_within_10  # type: ignore[attr-defined]
-                    for r in per.values()]
+        within = [r.within(100) for r in per.values()]
+        within10 = [r.within(10) for r in per.values()]
         ms = [m for r in per.values() for m in r.tuner_ms_per_measurement if not math.isnan(m)]
-        shares = [statistics.median(r.tuner_ms_per_measurement) / measurement_ms(recs[f])
+        shares = [statistics.median(r.tuner_ms_per_measurement) / cost_ms[f]
                   for f, r in per.items() if not any(math.isnan(m) for m in r.tuner_ms_per_measurement)]
         print(f"| {name} | " + " | ".join(cells) + f" | {statistics.mean(within10):.2f} | {statistics.mean(within):.2f} | "
               + (f"{statistics.median(ms):.1f}" if ms else "-") + " | "
