@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-from db import TrialRecord, TuningLog
+from db import JobRecord, TrialRecord, TuningLog
 from tuner import strategies
 from tuner.budget import Budget
 from tuner.cli.common import CliError, DbOption, err, open_log, out
@@ -144,26 +144,25 @@ def _run(tlog: TuningLog, job_id: int, source: Source, total: int | None, out_fi
     except KeyboardInterrupt:
         _write_out(tlog, job_id, out_file, optimum_ms)
         raise CliError(f"interrupted: job {job_id} keeps its trials; continue with `ktune tune --resume {job_id}`", 130) from None
-    trials = tlog.job_trials(job_id)  # read once for the file and the summary
-    _write_out(tlog, job_id, out_file, optimum_ms, trials)
-    _summary(tlog, job_id, outcome, optimum_ms, out_file, trials)
+    job, trials = tlog.get_job(job_id), tlog.job_trials(job_id)  # read once for the file and the summary
+    assert job is not None
+    if out_file is not None:
+        write_json_atomic(out_file, job_document(job, trials, optimum_ms))
+    _summary(tlog, job, outcome, optimum_ms, out_file, trials)
 
 
-def _write_out(
-    tlog: TuningLog, job_id: int, out_file: Path | None, optimum_ms: float | None, trials: list[TrialRecord] | None = None
-) -> None:
+def _write_out(tlog: TuningLog, job_id: int, out_file: Path | None, optimum_ms: float | None) -> None:
     if out_file is None:
         return
     job = tlog.get_job(job_id)
     assert job is not None
-    write_json_atomic(out_file, job_document(job, tlog.job_trials(job_id) if trials is None else trials, optimum_ms))
+    write_json_atomic(out_file, job_document(job, tlog.job_trials(job_id), optimum_ms))
 
 
 def _summary(
-    tlog: TuningLog, job_id: int, outcome: Outcome, optimum_ms: float | None, out_file: Path | None, trials: list[TrialRecord]
+    tlog: TuningLog, job: JobRecord, outcome: Outcome, optimum_ms: float | None, out_file: Path | None, trials: list[TrialRecord]
 ) -> None:
-    job = tlog.get_job(job_id)
-    assert job is not None
+    job_id = job.id
     ok = [t for t in trials if t.status == "ok" and t.time_ms is not None]
     out.print(f"job {job_id} {job.state}: {_REASONS.get(outcome.reason, outcome.reason)}")
     out.print(f"  measurements  {job.n_trials} ({len(ok)} ok), {format_duration(job.clock_s)} of tuning time")
