@@ -106,13 +106,15 @@ def test_an_expired_lease_is_claimed_again_and_the_old_holder_is_fenced_off(db_u
 
 def test_a_live_runner_keeps_its_job_past_the_lease_length(db_url: str) -> None:
     with TuningLog.open(db_url) as tlog:
-        # About 1.5 s of replayed time at this speed, with a lease of 0.6 s renewed every 0.2 s.
-        (job_id,) = queue(tlog, 1, budget=60, speed=100)
-        runner = Runner(tlog, lease_s=0.6, poll_s=0.02, drain=True)
+        # About 6 s of replayed time at this speed, with a lease of 2 s renewed every 2/3 s: the
+        # thief tries for longer than a lease. (A 0.6 s lease was lost to scheduling delays on a
+        # loaded 2-core CI machine: a renewal came more than 0.4 s late.)
+        (job_id,) = queue(tlog, 1, budget=60, speed=25)
+        runner = Runner(tlog, lease_s=2.0, poll_s=0.02, drain=True)
         runner.start()
         wait_for(lambda: tlog.get_job(job_id).state == "running")  # type: ignore[union-attr]
         thief = None
-        deadline = time.monotonic() + 1.2
+        deadline = time.monotonic() + 3.0
         while time.monotonic() < deadline and thief is None:
             thief = tlog.claim_job("thief", 60)
             time.sleep(0.05)
