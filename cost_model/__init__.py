@@ -25,6 +25,7 @@ from cost_model.devices import (
 from cost_model.embedding import EMBEDDING_NAMES, embed, explain
 from cost_model.features import DerivedFeatures, FeatureError, FeatureExtractor
 from cost_model.model import CostModel, ModelError
+from cost_model.prior import PriorLimit, limit_samples
 from cost_model.samples import Sample
 from cost_model.training import matching_workloads, samples_from_log
 from cost_model.transfer import TransferModel
@@ -40,12 +41,14 @@ __all__ = [
     "FeatureError",
     "FeatureExtractor",
     "ModelError",
+    "PriorLimit",
     "Sample",
     "TransferModel",
     "XGBCostModel",
     "default_catalog",
     "embed",
     "explain",
+    "limit_samples",
     "matching_workloads",
     "normalise_name",
     "resolve",

@@ -17,10 +17,20 @@ import numpy as np
 from cost_model.devices import DeviceSpec
 from search_space.workload import Workload
 
-__all__ = ["Sample", "group_ids", "relative_throughput"]
+__all__ = ["Sample", "group_ids", "is_ok", "is_usable", "relative_throughput"]
 
 #: statuses that say the config does not run (well) on the device: kept as the worst label
 FAILED = ("compile_error", "runtime_error", "wrong_result", "timeout")
+
+
+def is_ok(status: str, time_ms: float | None) -> bool:
+    """A successful run with a positive time."""
+    return status == "ok" and time_ms is not None and time_ms > 0
+
+
+def is_usable(status: str, time_ms: float | None) -> bool:
+    """Ok, or failed in a way that says something about the config on its device."""
+    return is_ok(status, time_ms) or status in FAILED
 
 
 @dataclass(frozen=True)
@@ -37,7 +47,7 @@ class Sample:
 
     @property
     def ok(self) -> bool:
-        return self.status == "ok" and self.time_ms is not None and self.time_ms > 0
+        return is_ok(self.status, self.time_ms)
 
     @property
     def group(self) -> tuple[str, str]:
@@ -47,7 +57,7 @@ class Sample:
     def usable(self) -> bool:
         """Ok, or failed in a way that says something about the config on this device.
         ``invalid`` (outside the space's constraints) and unknown statuses are left out."""
-        return self.ok or self.status in FAILED
+        return is_usable(self.status, self.time_ms)
 
     def to_dict(self) -> dict[str, Any]:
         return {

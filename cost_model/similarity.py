@@ -66,26 +66,25 @@ def source_similarity(
     if target not in groups:
         return spec_sim
     t = groups.index(target)
-    target_times = _times_by_config(samples, ids, t)
+    times = _times_by_config(samples, ids, n)
     out = spec_sim.copy()
     for g in range(n):
         if g == t:
             out[g] = 1.0
             continue
-        common, rho = _agreement(target_times, _times_by_config(samples, ids, g))
+        common, rho = _agreement(times[t], times[g])
         if common >= _MIN_COMMON:
             alpha = common / (common + _AGREEMENT_HALF)
             out[g] = (1 - alpha) * spec_sim[g] + alpha * max(rho, 0.0) ** 2
     return out
 
 
-def _times_by_config(samples: Sequence[Sample], ids: np.ndarray, group: int) -> dict[str, float]:
-    """Config key -> time (inf for a failure) of one group."""
-    out: dict[str, float] = {}
+def _times_by_config(samples: Sequence[Sample], ids: np.ndarray, n: int) -> list[dict[str, float]]:
+    """Per group: config key -> time (inf for a failure), in one pass over the samples."""
+    out: list[dict[str, float]] = [{} for _ in range(n)]
     for s, g in zip(samples, ids):
-        if g == group:
-            key = ",".join(f"{k}={s.config[k]}" for k in sorted(s.config))
-            out[key] = float(s.time_ms) if s.ok else math.inf  # type: ignore[arg-type]
+        key = ",".join(f"{k}={s.config[k]}" for k in sorted(s.config))
+        out[int(g)][key] = float(s.time_ms) if s.ok else math.inf  # type: ignore[arg-type]
     return out
 
 

@@ -9,13 +9,16 @@ on parameter values, so they still mean the same thing.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from cost_model.devices import DeviceSpec, resolve
 from cost_model.features import FeatureExtractor
-from cost_model.samples import Sample
-from db import TuningLog, WorkloadRecord
+from cost_model.prior import PriorLimit, choose, summarise
+from cost_model.samples import Sample, is_ok, is_usable
+from db import TrialOutcome, TuningLog, WorkloadRecord
 from search_space.parameters import Parameter
 from search_space.workload import Workload, WorkloadError
 
@@ -71,41 +74,75 @@ def device_specs(tlog: TuningLog) -> dict[int, tuple[str, DeviceSpec | None]]:
     return out
 
 
+@dataclass
+class _Group:
+    """The candidate trials of one (workload, device) group."""
+
+    workload: Workload
+    device: str
+    spec: DeviceSpec | None
+    trials: list[TrialOutcome] = field(default_factory=list)
+
+
 def samples_from_log(
     tlog: TuningLog,
     parameters: Sequence[Parameter],
     *,
     exclude_devices: Sequence[str] = (),
     exclude_jobs: Sequence[int] = (),
+    limit: PriorLimit | None = None,
+    target: tuple[str, str] | None = None,
+    target_spec: DeviceSpec | None = None,
+    seed: int = 0,
 ) -> list[Sample]:
-    """Every usable trial (ok or failed, not ``invalid``) of every matching workload on every
+    """Usable trials (ok or failed, not ``invalid``) of every matching workload on every
     device but ``exclude_devices``, from any job but ``exclude_jobs``, oldest first. Trials
-    whose config has a value outside the parameters are skipped."""
+    whose config has a value outside the parameters are skipped.
+
+    With ``limit``, only the trials :func:`cost_model.prior.choose` keeps (relative to
+    ``target``, the (workload key, device name) being tuned, and its spec; drawn with
+    ``seed``): they are chosen from a narrow scan of ids, devices, statuses and times, and
+    only their configs are loaded, so the cost grows with the limit, not with the log."""
     extractor = FeatureExtractor(parameters, device_features=False)
     devices = device_specs(tlog)
     excluded = set(exclude_devices)
     excluded_jobs = set(exclude_jobs)
-    samples: list[Sample] = []
+    groups: list[_Group] = []
     for wl in matching_workloads(tlog, parameters):
         try:
             workload = Workload.from_key(wl.key)
         except WorkloadError:
             workload = Workload(wl.operator, wl.shape, wl.dtype, wl.layout)
-        skipped = 0
-        for t in tlog.trials_for_workload(wl.id):
+        by_device: dict[int, _Group] = {}
+        for t in tlog.trial_outcomes(wl.id):
             name, spec = devices.get(t.device_id, (str(t.device_id), None))
-            if name in excluded or t.job_id in excluded_jobs:
+            if name in excluded or t.job_id in excluded_jobs or not is_usable(t.status, t.time_ms):
                 continue
-            if not extractor.encodable(t.config):
-                skipped += 1
-                continue
-            s = Sample(t.config, workload, name, spec, t.status, t.time_ms)
-            if s.usable:
-                samples.append(s)
-        if skipped:
-            log.warning(
-                "workload %s: %d trial(s) with configs outside the parameters skipped",
-                wl.key,
-                skipped,
+            if t.device_id not in by_device:
+                by_device[t.device_id] = _Group(workload, name, spec)
+            by_device[t.device_id].trials.append(t)
+        groups.extend(by_device.values())
+    if limit is not None:
+        summaries = [
+            summarise(
+                g.workload.key, g.device, g.spec,
+                [t.time_ms if is_ok(t.status, t.time_ms) else None for t in g.trials],
+                target, target_spec,
             )
-    return samples
+            for g in groups
+        ]
+        for g, kept in zip(groups, choose(summaries, limit, seed)):
+            g.trials = [g.trials[p] for p in kept]
+    configs = tlog.trial_configs([t.id for g in groups for t in g.trials])
+    chosen: list[tuple[int, Sample]] = []
+    skipped: Counter[str] = Counter()
+    for g in groups:
+        for t in g.trials:
+            config = configs.get(t.id)
+            if config is None or not extractor.encodable(config):
+                skipped[g.workload.key] += 1
+                continue
+            chosen.append((t.id, Sample(config, g.workload, g.device, g.spec, t.status, t.time_ms)))
+    for key, n in skipped.items():
+        log.warning("workload %s: %d trial(s) with configs outside the parameters skipped", key, n)
+    return [s for _, s in sorted(chosen, key=lambda pair: pair[0])]

@@ -32,6 +32,7 @@ from db.records import (
     LookupResult,
     TokenRecord,
     TrialIn,
+    TrialOutcome,
     TrialRecord,
     WorkloadRecord,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "LookupResult",
     "TokenRecord",
     "TrialIn",
+    "TrialOutcome",
     "TrialRecord",
     "TuningLog",
     "WorkloadRecord",

@@ -120,6 +120,17 @@ class TrialIn:
 
 
 @dataclass(frozen=True)
+class TrialOutcome:
+    """A trial without its config and timings detail: what choosing training data needs."""
+
+    id: int
+    job_id: int | None
+    device_id: int
+    status: str
+    time_ms: float | None
+
+
+@dataclass(frozen=True)
 class TrialRecord:
     id: int
     job_id: int | None

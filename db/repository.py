@@ -39,6 +39,7 @@ from db.records import (
     LookupResult,
     TokenRecord,
     TrialIn,
+    TrialOutcome,
     TrialRecord,
     WorkloadRecord,
 )
@@ -60,6 +61,9 @@ from db.rows import (
 from db.shape_index import ShapeIndex
 
 __all__ = ["TuningLog"]
+
+#: ids per ``IN (...)`` query (well under SQLite's bound-parameter limit)
+_ID_CHUNK = 500
 
 
 class TuningLog:
@@ -407,6 +411,28 @@ class TuningLog:
         """Every trial of a workload on every device, oldest first."""
         query = select(trial_t).where(trial_t.c.workload_id == workload_id)
         return self._trials(query.order_by(trial_t.c.id))
+
+    def trial_outcomes(self, workload_id: int) -> list[TrialOutcome]:
+        """Id, job, device, status and time of every trial of a workload, oldest first: a
+        narrow scan (no configs) for choosing which trials to load."""
+        c = trial_t.c
+        query = select(c.id, c.job_id, c.device_id, c.status, c.time_ms).where(c.workload_id == workload_id)
+        with self._read() as conn:
+            return [
+                TrialOutcome(row.id, row.job_id, row.device_id, row.status, row.time_ms)
+                for row in conn.execute(query.order_by(c.id))
+            ]
+
+    def trial_configs(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+        """Trial id -> config, for the given ids (unknown ids are absent)."""
+        out: dict[int, dict[str, Any]] = {}
+        wanted = sorted({int(i) for i in ids})
+        with self._read() as conn:
+            for start in range(0, len(wanted), _ID_CHUNK):
+                chunk = wanted[start : start + _ID_CHUNK]
+                query = select(trial_t.c.id, trial_t.c.config).where(trial_t.c.id.in_(chunk))
+                out.update((row.id, row.config) for row in conn.execute(query))
+        return out
 
     def _trials(self, query: Select[Any]) -> list[TrialRecord]:
         with self._read() as conn:

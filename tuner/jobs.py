@@ -130,8 +130,10 @@ def run_job(
             raise JobError(f"job {job_id}: {exc}") from None
     space, spec = source.space, job.spec
     trials = tlog.job_trials(job_id)
-    uses_log = strategies.get(spec.strategy).uses_log
-    context = search_context(tlog, job, space, source.workload, with_prior=uses_log)
+    chosen = strategies.get(spec.strategy)
+    context = search_context(
+        tlog, job, space, source.workload, with_prior=chosen.uses_log, limit=chosen.prior_limit
+    )
     strategy, state, exact = restore(
         space,
         lambda: strategies.create(spec.strategy, space, seed=spec.seed, context=context),

@@ -20,6 +20,7 @@ from search_space.workload import Workload
 
 if TYPE_CHECKING:
     from cost_model.devices import DeviceSpec
+    from cost_model.prior import PriorLimit
     from cost_model.samples import Sample
 
 __all__ = ["Observation", "SearchContext", "Strategy", "StrategyError"]
@@ -69,6 +70,8 @@ class Strategy(ABC):
     summary: ClassVar[str] = ""
     #: whether the strategy reads ``context.prior`` (the job then loads it from the log)
     uses_log: ClassVar[bool] = False
+    #: how much of the log the job loads for it (``None``: every matching trial)
+    prior_limit: ClassVar["PriorLimit | None"] = None
 
     def __init__(self, space: SearchSpace, *, seed: int | None = None, context: SearchContext | None = None) -> None:
         self.check_space(space)

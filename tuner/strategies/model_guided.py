@@ -23,6 +23,7 @@ from typing import ClassVar, Sequence
 import numpy as np
 
 from cost_model.features import FeatureExtractor
+from cost_model.prior import PriorLimit, limit_samples
 from cost_model.samples import Sample, group_ids, relative_throughput
 from cost_model.transfer import MIN_DEVICES_FOR_COLUMNS
 from cost_model.xgb import XGBCostModel
@@ -45,8 +46,9 @@ class ModelGuided(Strategy):
     exhaustive_limit: ClassVar[int] = 200_000
     #: uncertainty bonus in the acquisition
     beta: ClassVar[float] = 0.5
-    #: prior samples kept per (workload, device) group of the log, so refits stay cheap
-    prior_per_group: ClassVar[int] = 1000
+    #: how much of the log's prior a job trains on (per group and in all), so that start-up
+    #: and refits stay cheap however large the log grows (``cost_model.prior``)
+    prior_limit: ClassVar[PriorLimit | None] = PriorLimit()
 
     def __init__(self, space: SearchSpace, *, seed: int | None = None, context: SearchContext | None = None) -> None:
         super().__init__(space, seed=seed, context=context)
@@ -54,7 +56,12 @@ class ModelGuided(Strategy):
         self.workload = ctx.workload or Workload("job", (1,))
         self.device = ctx.device or "target"
         self.spec = ctx.spec
-        prior = self._thin([s for s in ctx.prior if s.usable])
+        prior = [s for s in ctx.prior if s.usable]
+        if self.prior_limit is not None:
+            prior = limit_samples(
+                prior, self.prior_limit, target=(self.workload.key, self.device), target_spec=self.spec,
+                seed=seed or 0,
+            )
         known = {s.device for s in prior if s.spec is not None and s.device != self.device}
         extractor = FeatureExtractor(space.parameters, device_features=len(known) >= MIN_DEVICES_FOR_COLUMNS)
         # A small ensemble on one thread: the model refits once per plan on at most a few
@@ -74,25 +81,6 @@ class ModelGuided(Strategy):
         self._features: np.ndarray | None = None
         self._table: tuple[np.ndarray, np.ndarray] | None = None  # (score, uncertainty) of all configs
         self.sampler = AdaptiveSampler(space, self.rng, beta=self.beta)
-
-    def _thin(self, prior: list[Sample]) -> list[Sample]:
-        """At most ``prior_per_group`` samples per group: the fastest fifth of the cap, then a
-        uniform draw of the rest (the model needs the good configs and the landscape)."""
-        groups: dict[tuple[str, str], list[Sample]] = {}
-        for s in prior:
-            groups.setdefault(s.group, []).append(s)
-        out: list[Sample] = []
-        for members in groups.values():
-            if len(members) <= self.prior_per_group:
-                out.extend(members)
-                continue
-            times = [s.time_ms if s.ok and s.time_ms is not None else np.inf for s in members]
-            order = sorted(range(len(members)), key=times.__getitem__)
-            keep = order[: self.prior_per_group // 5]
-            rest = np.array(order[self.prior_per_group // 5 :])
-            keep += self.rng.choice(rest, self.prior_per_group - len(keep), replace=False).tolist()
-            out.extend(members[i] for i in sorted(keep))
-        return out
 
     # --- ask / tell ---------------------------------------------------------------------
 
