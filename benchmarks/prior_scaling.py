@@ -1,0 +1,154 @@
+"""Start-up and refit cost of a model-guided job as the tuning log grows.
+
+A job of ``auto`` trains on the log's measurements of the same space (``cost_model.prior``).
+This builds logs holding the bundled convolution recording (RTX A4000) plus N synthetic GPUs
+(the same configs, times perturbed by a log-normal factor, failures kept), then times, in the
+same process and on the same log:
+
+- ``every trial`` (the baseline, ktune before the prior limit): load every matching trial
+  (``samples_from_log`` without a limit), and keep 1000 per (workload, device) group with no
+  bound in all;
+- ``bounded`` (ktune's default): ``samples_from_log`` with the strategy's ``PriorLimit``
+  (1000 per group, 4000 in all), chosen from a narrow scan before any config is read.
+
+Columns: seconds to load the prior from the log, to build the strategy (first model fit
+included), and per plan of 8 proposals after 8 new measurements (a refit each), the samples
+trained on, and the peak Python memory of the load (tracemalloc, a separate pass). Ratios are
+bounded / every trial.
+
+    .venv/bin/python benchmarks/prior_scaling.py [--devices 3,15,45] [--db-dir out/bench]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from cost_model import PriorLimit, resolve
+from cost_model.samples import Sample
+from cost_model.training import samples_from_log
+from db import TrialIn, TuningLog
+from search_space.formats import RecordedSpace, load_cache
+from tuner.importing import import_recording
+from tuner.strategies.auto import AutoSearch
+from tuner.strategies.base import Observation, SearchContext
+
+RECORDING = ROOT / "search_space" / "recorded" / "convolution_A4000.json.gz"
+TARGET = "NVIDIA RTX A6000"
+PLANS = 3
+
+
+class EveryTrial(AutoSearch):
+    """``auto`` as it was before the total bound: 1000 per group, however many groups."""
+
+    prior_limit = PriorLimit(per_group=1000, total=10**9)
+
+
+def build(path: Path, rec: RecordedSpace, n_devices: int) -> int:
+    """A SQLite log with ``rec`` imported and ``n_devices`` perturbed copies; its trial count."""
+    if path.exists():
+        path.unlink()
+    rng = np.random.default_rng(0)
+    records = list(rec.records.values())
+    with TuningLog.open(f"sqlite:///{path}") as tlog:
+        import_recording(tlog, rec)
+        workload = tlog.get_workload(rec.workload().key)
+        assert workload is not None
+        for d in range(n_devices):
+            device = tlog.get_or_create_device(f"Synthetic GPU {d}")
+            noise = rng.lognormal(0.0, 0.3, len(records))
+            rows = [
+                TrialIn(config=r.config, config_key=r.key, status=r.status,
+                        time_ms=None if r.time_ms is None else r.time_ms * x, strategy="import")
+                for r, x in zip(records, noise)
+            ]  # fmt: skip
+            tlog.add_trials(None, workload.id, device.id, "import", rows)
+    return len(records) * (n_devices + 1)
+
+
+def load(url: str, rec: RecordedSpace, limit: PriorLimit | None) -> list[Sample]:
+    with TuningLog.open(url) as tlog:
+        return samples_from_log(
+            tlog, rec.space.parameters, limit=limit, target=(rec.workload().key, TARGET),
+            target_spec=resolve(TARGET), seed=1,
+        )
+
+
+def run(url: str, rec: RecordedSpace, cls: type[AutoSearch], limit: PriorLimit | None) -> dict[str, float]:
+    started = time.perf_counter()
+    prior = load(url, rec, limit)
+    loaded = time.perf_counter()
+    ctx = SearchContext(workload=rec.workload(), device=TARGET, spec=resolve(TARGET), prior=tuple(prior))
+    strategy = cls(rec.space, seed=1, context=ctx)
+    built = time.perf_counter()
+    configs = rec.space.configs(np.arange(len(rec.space)))
+    plans = []
+    for _ in range(PLANS + 1):
+        t0 = time.perf_counter()
+        picks = strategy.ask(8)
+        plans.append(time.perf_counter() - t0)
+        found = [rec.lookup(configs[i]) for i in picks]
+        strategy.tell([Observation(i, r.status if r else "runtime_error", r.time_ms if r else None)
+                       for i, r in zip(picks, found)])  # fmt: skip
+    tracemalloc.start()
+    load(url, rec, limit)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return {
+        "load": loaded - started,
+        "build": built - loaded,
+        "plan": float(np.mean(plans[1:])),  # the first plan reads the fitted prior model only
+        "samples": float(len(strategy.model.samples)),
+        "peak_mb": peak / 1e6,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--devices", default="3,15,45", help="synthetic GPUs per log, comma-separated")
+    parser.add_argument("--db-dir", default=str(ROOT / "out" / "bench"), help="where the SQLite logs go")
+    args = parser.parse_args()
+    try:
+        sizes = [int(x) for x in args.devices.split(",")]
+        if any(n < 0 for n in sizes):
+            raise ValueError
+    except ValueError:
+        parser.error("--devices takes comma-separated non-negative integers")
+    logging.disable(logging.WARNING)  # the synthetic GPUs are not in the catalog, by design
+    rec = load_cache(RECORDING)
+    out_dir = Path(args.db_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    print("| trials in log | GPUs | method | load s | build s | plan s (refit) | samples trained on | load peak MB |")
+    print("|---|---|---|---|---|---|---|---|")
+    ratios: list[tuple[int, dict[str, float]]] = []
+    for n in sizes:
+        path = out_dir / f"prior_scaling_{n}.db"
+        trials = build(path, rec, n)
+        url = f"sqlite:///{path}"
+        if not ratios:
+            run(url, rec, AutoSearch, AutoSearch.prior_limit)  # imports and first calls, untimed
+        base = run(url, rec, EveryTrial, None)
+        new = run(url, rec, AutoSearch, AutoSearch.prior_limit)
+        for name, r in (("every trial", base), ("bounded", new)):
+            print(f"| {trials:,} | {n + 1} | {name} | {r['load']:.2f} | {r['build']:.2f} | {r['plan']:.3f} | "
+                  f"{int(r['samples']):,} | {r['peak_mb']:.0f} |")  # fmt: skip
+        ratios.append((trials, {k: new[k] / base[k] for k in ("load", "build", "plan", "peak_mb")}))
+    print()
+    print("| trials in log | load ratio | build ratio | plan ratio | peak memory ratio |")
+    print("|---|---|---|---|---|")
+    for trials, r in ratios:
+        print(f"| {trials:,} | {r['load']:.2f} | {r['build']:.2f} | {r['plan']:.2f} | {r['peak_mb']:.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
