@@ -4,7 +4,9 @@ For every recorded space (Kernel Tuner cache files; default: every one under
 ``../shared/datasets``), grouped by kernel (same parameters), each GPU in turn is held out: the
 other GPUs' recordings are imported into a fresh SQLite tuning log with
 ``tuner.importing.import_recording`` (what ``ktune import`` does), a model is trained from
-that log, and it ranks the held-out GPU's whole space. With 0, 10 and 30 random measurements
+that log (the bounded prior a tuning job takes, ``cost_model.transfer.DEFAULT_LIMIT``: at most
+1000 trials per GPU, the fastest fifth and a uniform draw), and it ranks the held-out GPU's
+whole space. With 0, 10 and 30 random measurements
 of the held-out GPU (several seeds for 10 and 30), the measurements join the training data as
 the target group. Columns, side by side from the same run:
 
@@ -52,7 +54,7 @@ sys.path.insert(0, str(ROOT))
 from cost_model import FeatureExtractor, TransferModel, XGBCostModel, resolve
 from cost_model.samples import Sample
 from cost_model.training import parameter_signature, samples_from_log
-from cost_model.transfer import MIN_DEVICES_FOR_COLUMNS
+from cost_model.transfer import DEFAULT_LIMIT, MIN_DEVICES_FOR_COLUMNS
 from db import TuningLog
 from search_space.formats import FormatError, RecordedSpace, load_cache
 from tuner.importing import import_recording
@@ -210,7 +212,11 @@ def run_kernel(
             try:
                 for r in others:
                     import_recording(tlog, r)
-                base = samples_from_log(tlog, held.space.parameters) if others else []
+                # what a job trains on: the bounded prior (cost_model.prior), as TransferModel
+                base = samples_from_log(
+                    tlog, held.space.parameters, limit=DEFAULT_LIMIT,
+                    target=(held.workload().key, gpu), target_spec=resolve(gpu),
+                ) if others else []
                 for m in MEASURED:
                     if m == 0 and not others:
                         notes.append(

@@ -24,6 +24,7 @@ import numpy as np
 from cost_model.devices import DeviceSpec, resolve
 from cost_model.features import DerivedFeatures, FeatureExtractor
 from cost_model.model import CostModel, ModelError
+from cost_model.prior import PriorLimit
 from cost_model.samples import Sample
 from cost_model.training import samples_from_log
 from cost_model.xgb import XGBCostModel
@@ -35,6 +36,8 @@ __all__ = ["MIN_DEVICES_FOR_COLUMNS", "ObservationLike", "TransferModel"]
 
 #: source devices with known specs needed before device columns enter the trees
 MIN_DEVICES_FOR_COLUMNS = 5
+#: how much of the log a model trains on by default (what a tuning job's strategy takes)
+DEFAULT_LIMIT = PriorLimit()
 
 log = logging.getLogger(__name__)
 
@@ -79,12 +82,16 @@ class TransferModel:
         device_features: bool | None = None,
         operator: DerivedFeatures | None = None,
         exclude_target_trials: bool = False,
+        limit: PriorLimit | None = DEFAULT_LIMIT,
+        seed: int = 0,
         **model_options: object,
     ) -> TransferModel:
-        """Fit on every matching trial in the log (the target's own trials included, as the
-        target group, unless ``exclude_target_trials``). ``device`` is a name (resolved via the
-        device's stored spec, then the catalog) or a spec. An unknown device is not an error:
-        it is ranked with the spec-less embedding, with a warning.
+        """Fit on the matching trials in the log (the target's own trials included, as the
+        target group, unless ``exclude_target_trials``), at most ``limit`` of them
+        (:mod:`cost_model.prior`: the target's device, its workload and the nearest specs
+        first; ``None``: every one), drawn with ``seed``. ``device`` is a name (resolved via
+        the device's stored spec, then the catalog) or a spec. An unknown device is not an
+        error: it is ranked with the spec-less embedding, with a warning.
 
         ``device_features``: whether the device columns (embedding, occupancy, waves) enter
         the trees; ``None`` (default) turns them on once the training data holds at least
@@ -108,7 +115,8 @@ class TransferModel:
                     name,
                 )
         samples = samples_from_log(
-            tlog, space.parameters, exclude_devices=[name] if exclude_target_trials else ()
+            tlog, space.parameters, exclude_devices=[name] if exclude_target_trials else (),
+            limit=limit, target=(workload.key, name), target_spec=spec, seed=seed,
         )
         samples = [_with_spec(s, name, spec) for s in samples]
         if not any(s.ok for s in samples):

@@ -2,8 +2,9 @@
 
 For a workload of one of ktune's operators (``search_space.operators``) on a device whose spec
 is known (stored with the device, or in the catalog), the operator's space is built for that
-device's limits and ranked by a cost model trained on every trial in the log of a space with the
-same parameters (other shapes, other devices; ``cost_model.transfer``). The answer's
+device's limits and ranked by a cost model trained on the log's trials of spaces with the
+same parameters (other shapes, other devices; at most ``cost_model.transfer.DEFAULT_LIMIT`` of
+them, the most relevant first, so a lookup does not slow down as the log grows). The answer's
 ``time_ms`` is ``None``: the model predicts a ranking, not a time. No spec, no matching trials,
 or a recorded (Kernel Tuner) space without an operator: no answer, never a guess.
 """

@@ -25,7 +25,7 @@ import numpy as np
 from cost_model.features import FeatureExtractor
 from cost_model.prior import PriorLimit, limit_samples
 from cost_model.samples import Sample, group_ids, relative_throughput
-from cost_model.transfer import MIN_DEVICES_FOR_COLUMNS
+from cost_model.transfer import DEFAULT_LIMIT, MIN_DEVICES_FOR_COLUMNS
 from cost_model.xgb import XGBCostModel
 from search_space.space import SearchSpace
 from search_space.workload import Workload
@@ -48,7 +48,7 @@ class ModelGuided(Strategy):
     beta: ClassVar[float] = 0.5
     #: how much of the log's prior a job trains on (per group and in all), so that start-up
     #: and refits stay cheap however large the log grows (``cost_model.prior``)
-    prior_limit: ClassVar[PriorLimit | None] = PriorLimit()
+    prior_limit: ClassVar[PriorLimit | None] = DEFAULT_LIMIT
 
     def __init__(self, space: SearchSpace, *, seed: int | None = None, context: SearchContext | None = None) -> None:
         super().__init__(space, seed=seed, context=context)
