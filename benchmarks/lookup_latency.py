@@ -175,7 +175,7 @@ def measure(label: str, url: str, n_queries: int, n_workloads: int) -> list[tupl
     tuned = shapes(n_workloads)
     tuned_set = set(tuned)
     exact = [(rng.choice(tuned), rng.choice(DEVICES)) for _ in range(n_queries)]
-    untuned = []
+    untuned: list[tuple[tuple[int, int, int], str]] = []
     while len(untuned) < n_queries:
         s = (rng.randint(32, 10000), rng.randint(32, 10000), rng.randint(32, 10000))
         if s not in tuned_set:

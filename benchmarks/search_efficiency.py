@@ -64,7 +64,10 @@ class Runs:
 
 def best_curve(rec: RecordedSpace, keys: list[str], budget: int) -> np.ndarray:
     """Best-so-far time / optimum after each measurement; carried forward if a run stopped early."""
-    opt = rec.optimum.time_ms  # type: ignore[union-attr]
+    optimum = rec.optimum
+    opt = optimum.time_ms if optimum is not None else None
+    if opt is None:
+        raise ValueError(f"{rec.path}: no configuration ran successfully, so there is no optimum")
     best, out = math.inf, []
     for key in keys[:budget]:
         r = rec.records.get(key)

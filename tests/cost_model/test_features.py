@@ -11,7 +11,7 @@ import pytest
 from cost_model.devices import default_catalog
 from cost_model.embedding import EMBEDDING_NAMES, embed, explain
 from cost_model.features import FeatureError, FeatureExtractor
-from search_space import Parameter, SearchSpace, Workload
+from search_space import Parameter, SearchSpace, Value, Workload
 from search_space.formats import RecordedSpace
 
 
@@ -47,7 +47,7 @@ def test_pooled_features_have_no_device_columns(convolution: RecordedSpace) -> N
 def _row(
     ext: FeatureExtractor,
     space: SearchSpace,
-    config: Mapping[str, object],
+    config: Mapping[str, Value],
     wl: Workload,
     device: str,
 ) -> dict[str, float]:

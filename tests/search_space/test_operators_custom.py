@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from search_space import Value
 from search_space.formats import FormatError
 from search_space.operators import DeviceLimits, OperatorError
 from search_space.operators.custom import CustomOperator
@@ -36,13 +37,19 @@ def vector_add(n: int = 1000) -> CustomOperator:
     )
 
 
+def _int(value: Value) -> int:
+    """A config value that these spaces hold as an int."""
+    assert isinstance(value, int), value
+    return value
+
+
 def test_python_kernel_space_launch_and_reference() -> None:
     op = vector_add()
     wl = op.workload()
     assert wl.key == "vector_add/1000/-"
     space = op.space(wl, DeviceLimits.for_arch("sm_80"))
     configs = space.configs(np.arange(len(space)))
-    assert all(c["block_size_x"] * c["tile_size_x"] <= 512 for c in configs)
+    assert all(_int(c["block_size_x"]) * _int(c["tile_size_x"]) <= 512 for c in configs)
     assert {c["block_size_x"] for c in configs} == {32, 64, 128, 256}  # 2048 > max threads
     launch = op.launch({"block_size_x": 64, "tile_size_x": 4}, wl)
     assert launch.grid == (4, 1, 1) and launch.block == (64, 1, 1)  # ceil(1000 / 256)
@@ -74,8 +81,8 @@ def test_t1_spec_builds_the_kernel_its_space_and_arguments() -> None:
     assert len(space) > 1000
     config = space.config(0)
     launch = op.launch(config, wl)
-    assert launch.grid[0] == -(-4096 // (config["block_size_x"] * config["tile_size_x"]))
-    assert launch.grid[1] == -(-4096 // (config["block_size_y"] * config["tile_size_y"]))
+    assert launch.grid[0] == -(-4096 // (_int(config["block_size_x"]) * _int(config["tile_size_x"])))
+    assert launch.grid[1] == -(-4096 // (_int(config["block_size_y"]) * _int(config["tile_size_y"])))
     out, image = op.values
     assert out.shape == (4096 * 4096,) and image.shape == ((4096 + 15 - 1) * (4096 + 15 - 1),)
     assert set(op.constant_memory) == {"d_filter"} and op.constant_memory["d_filter"].shape == (225,)

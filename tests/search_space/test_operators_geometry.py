@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from search_space import Config
 from search_space.operators import Arguments, DeviceLimits, get
-from search_space.operators.conv2d import ConvShape
+from search_space.operators.conv2d import Conv2d, ConvShape
 
 LIMITS = DeviceLimits.for_arch("sm_80")
 
@@ -49,7 +50,7 @@ def test_coverage_detects_a_wrong_geometry() -> None:
     """The emulation is not vacuous: a grid one block short leaves outputs unwritten."""
     op = get("transpose")
     workload = op.workload("64x64", "float32")
-    config = {"tile_size_x": 32, "block_size_x": 32, "block_size_y": 8, "padding": 1, "vector_width": 1}
+    config: Config = {"tile_size_x": 32, "block_size_x": 32, "block_size_y": 8, "padding": 1, "vector_width": 1}
     assert (op.coverage(config, workload) == 1).all()
     short = op.workload("64x65", "float32")  # same config on a wider matrix: one more tile column
     counts = op.coverage(config, short)
@@ -57,7 +58,7 @@ def test_coverage_detects_a_wrong_geometry() -> None:
     from search_space.operators.base import Launch
 
     real = op.launch
-    op.launch = lambda c, w: Launch((1, 2, 1), (32, 8, 1))  # type: ignore[method-assign]
+    op.launch = lambda config, workload: Launch((1, 2, 1), (32, 8, 1))  # type: ignore[method-assign]
     try:
         assert (op.coverage(config, short) == 0).any()
     finally:
@@ -113,6 +114,7 @@ def _direct_conv(x: np.ndarray, w: np.ndarray, cs: ConvShape) -> np.ndarray:
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
 def test_conv_reference_and_implicit_gemm_match_the_direct_convolution(layout: str) -> None:
     op = get("conv2d")
+    assert isinstance(op, Conv2d)
     workload = op.workload("2x3x7x8x4x3x2x2x1x1x2x1x2", "float32", layout)
     cs, _ = op._shape(workload)
     args = op.arguments(workload, np.random.default_rng(1))

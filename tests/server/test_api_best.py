@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import pytest
@@ -33,6 +33,15 @@ def add_best(tlog: TuningLog, shape: tuple[int, ...], time_ms: float, device: st
 @pytest.fixture
 def tuned(tlog: TuningLog) -> dict[tuple[int, ...], dict[str, Any]]:
     return {s: add_best(tlog, s, t) for s, t in [((1024, 1024, 1024), 0.5), ((4096, 4096, 4096), 20.0), ((1024, 4096, 1024), 2.0)]}
+
+
+class _Question(TypedDict, total=False):
+    """Keyword arguments of a lookup, as both the REST and the Python API take them."""
+
+    operator: str
+    shape: str
+    dtype: str
+    workload: str
 
 
 def _best(client: TestClient, **params: Any) -> Any:
@@ -80,7 +89,9 @@ def test_same_workload_on_the_most_similar_device(idle_client: TestClient, tlog:
     # A device the log has never seen, but the catalog knows.
     answer = _best(idle_client, workload=key, device="NVIDIA RTX A4000").json()
     assert answer["tier"] == "similar_device" and answer["device"] == "NVIDIA GeForce RTX 3090"
-    assert answer["workload"] == key and answer["time_ms"] == rec.optimum.time_ms
+    optimum = rec.optimum
+    assert optimum is not None
+    assert answer["workload"] == key and answer["time_ms"] == optimum.time_ms
     expected = catalog("NVIDIA RTX A4000", "NVIDIA GeForce RTX 3090")
     assert expected > 0 and answer["distance"] == pytest.approx(expected)
 
@@ -106,7 +117,7 @@ def test_cost_model_tier_answers_only_when_a_model_is_registered(idle_client: Te
 def test_python_api_gives_the_same_answer_as_the_rest_api(
     idle_client: TestClient, db_url: str, tuned: Any
 ) -> None:
-    questions = [
+    questions: list[_Question] = [
         {"operator": "matmul", "shape": "1024x4096x1024", "dtype": "float32"},
         {"operator": "matmul", "shape": "3000x3000x3000", "dtype": "float32"},
         {"operator": "matmul", "shape": "100x100x100", "dtype": "float32"},

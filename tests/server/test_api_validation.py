@@ -14,7 +14,7 @@ def _contents(tlog: TuningLog) -> tuple[Any, ...]:
     return (tlog.list_jobs(), tlog.list_devices(), tlog.list_workloads())
 
 
-BAD_BODIES = [
+BAD_BODIES: list[tuple[dict[str, Any], list[str]]] = [
     ({"budget": {"trials": -5}}, ["body", "budget", "trials"]),
     ({"budget": {"trials": 0}}, ["body", "budget", "trials"]),
     ({"budget": {"seconds": -1.0}}, ["body", "budget", "seconds"]),

@@ -34,7 +34,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 @pytest.fixture
 def matmuls(db_url: str) -> dict[tuple[int, ...], dict[str, Any]]:
     """Tuned float32 matmuls on an A100, with int, float, bool and string parameters."""
-    configs = {}
+    configs: dict[tuple[int, ...], dict[str, Any]] = {}
     with TuningLog.open(db_url) as tlog:
         d = tlog.get_or_create_device(A100)
         for i, shape in enumerate(SHAPES):

@@ -55,8 +55,8 @@ def test_concurrent_claims_never_hand_out_a_job_twice(db_url: str) -> None:
         for owner, job_id in claimed:
             job = check.get_job(job_id)
             assert job is not None and job.state == "running" and job.claimed_by == owner
-    for t in logs:
-        t.close()
+    for log in logs:
+        log.close()
 
 
 def test_several_runners_share_the_queue_and_run_each_job_once(db_url: str) -> None:

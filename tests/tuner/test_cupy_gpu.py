@@ -12,6 +12,7 @@ from functools import cache
 import numpy as np
 import pytest
 
+from search_space import Config
 from search_space.operators import DeviceLimits, get
 from search_space.operators.custom import CustomOperator
 from tuner.measure.base import BackendError, Status
@@ -96,12 +97,13 @@ def test_planted_failures_get_their_status_and_measurement_goes_on() -> None:
 def test_timing_the_same_config_twice_agrees_within_3_percent() -> None:
     op = get("matmul")
     workload = op.workload("2048x2048x2048", "float16")
-    config = {"tile_size_y": 128, "tile_size_x": 128, "tile_size_k": 32, "warp_tile_y": 64, "warp_tile_x": 64,
-              "stages": 3, "vector_width": 8, "group_m": 8}
+    config: Config = {"tile_size_y": 128, "tile_size_x": 128, "tile_size_k": 32, "warp_tile_y": 64, "warp_tile_x": 64,
+                      "stages": 3, "vector_width": 8, "group_m": 8}
     backend = CupyBackend("matmul", workload, timeout_s=120)
     try:
         first, second = backend.measure([config, config])
     finally:
         backend.close()
     assert first.ok and second.ok, (first.error, second.error)
+    assert first.time_ms is not None and second.time_ms is not None  # implied by .ok
     assert abs(first.time_ms - second.time_ms) / min(first.time_ms, second.time_ms) <= 0.03

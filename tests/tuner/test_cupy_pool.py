@@ -106,11 +106,15 @@ def test_a_job_runs_through_crashes_and_hangs_and_records_them(tmp_path: Path, m
         outcome = run_job(tlog, job.id, source=src)
         assert outcome.reason in ("budget", "exhausted")
         trials = tlog.job_trials(job.id)
-        assert len(trials) == 12 and tlog.get_job(job.id).state == "done"
+        done = tlog.get_job(job.id)
+        assert done is not None
+        assert len(trials) == 12 and done.state == "done"
         by_mode = {t.config["mode"]: t.status for t in trials}
         assert by_mode == {"ok": "ok", "crash": "runtime_error", "hang": "timeout", "raise": "runtime_error",
                            "sticky": "runtime_error", "wrong": "wrong_result"}
         best = tlog.best(workload_key=wl.key)[0]
         assert best.config["mode"] == "ok" and best.time_ms == 1.0
-        assert tlog.get_device("Planted GPU").spec["compute_capability"] == "8.0"
+        device = tlog.get_device("Planted GPU")
+        assert device is not None and device.spec is not None
+        assert device.spec["compute_capability"] == "8.0"
         assert trials[0].toolchain.get("cuda_driver") == "13000"

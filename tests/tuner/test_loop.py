@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 
 from tuner import strategies
@@ -9,6 +11,7 @@ from tuner.budget import Budget, BudgetError
 from tuner.loop import Tuner
 from tuner.measure.base import Status
 from tuner.measure.fake import FunctionBackend
+from tuner.strategies import Observation
 
 from .conftest import quadratic_time
 
@@ -61,7 +64,12 @@ def test_sink_sees_each_batch_before_the_strategy_learns_it(small_space) -> None
     events: list[str] = []
     strategy = strategies.create("random", small_space, seed=0)
     tell = strategy.tell
-    strategy.tell = lambda obs: (events.append("tell"), tell(obs))[1]  # type: ignore[method-assign]
+
+    def noted_tell(observations: Sequence[Observation]) -> None:
+        events.append("tell")
+        tell(observations)
+
+    strategy.tell = noted_tell  # type: ignore[method-assign]
     Tuner(
         small_space, strategy, FunctionBackend(quadratic_time), budget=Budget(max_trials=6), batch_size=3,
         sink=lambda b: events.append(f"sink{b.first_seq}"),

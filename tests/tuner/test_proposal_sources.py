@@ -47,7 +47,7 @@ def times(space: SearchSpace) -> np.ndarray:
 
 def test_tpe_proposals_are_valid_distinct_and_new(space: SearchSpace, times: np.ndarray) -> None:
     rng = np.random.default_rng(0)
-    measured = {int(i): float(times[i]) for i in rng.choice(len(space), 30, replace=False)}
+    measured: dict[int, float | None] = {int(i): float(times[i]) for i in rng.choice(len(space), 30, replace=False)}
     measured[int(rng.integers(len(space)))] = None  # a failed run
     out = TPESource(space, seed=1).propose(12, measured, set(measured))
     assert len(out) == 12 and len(set(out.tolist())) == 12
@@ -120,7 +120,7 @@ def test_with_another_gpu_in_the_log_the_first_batch_is_already_good(space: Sear
         for c, t in zip(configs, times)
     )
     strategy = strategies.create(name, space, seed=0, context=SearchContext(workload, "target GPU", None, prior))
-    first = []
+    first: list[int] = []
     while len(first) < 10:
         batch = strategy.ask(2)
         strategy.tell([Observation(i, "ok", float(times[i])) for i in batch])

@@ -12,12 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from db import TuningLog
+from db import JobRecord, TuningLog
 from tuner.cli.app import main
 from tuner.sources import bundled_recordings
 
 CONV = str(bundled_recordings()["convolution_A4000"])
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def _job(tlog: TuningLog, job_id: int) -> JobRecord:
+    job = tlog.get_job(job_id)
+    assert job is not None, f"job {job_id} is not in the log"
+    return job
 
 
 def _start(db_url: str, strategy: str, budget: int) -> subprocess.Popen[str]:
@@ -57,7 +63,7 @@ def test_kill_9_mid_job_then_resume_gives_exactly_the_budget(tmp_path: Path, db_
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
     with TuningLog.open(db_url) as tlog:
-        stopped_at = tlog.get_job(job_id).n_trials
+        stopped_at = _job(tlog, job_id).n_trials
         assert 30 <= stopped_at < budget
     out = tmp_path / "resumed.json"
     assert main(["tune", "--resume", str(job_id), "--db", db_url, "--out", str(out), "-q"]) == 0
@@ -68,7 +74,7 @@ def test_kill_9_mid_job_then_resume_gives_exactly_the_budget(tmp_path: Path, db_
     # The resumed job measured exactly what an uninterrupted job with the same seed measures.
     assert configs == _reference(tmp_path, strategy, budget)
     with TuningLog.open(db_url) as tlog:
-        assert tlog.get_job(job_id).state == "done"
+        assert _job(tlog, job_id).state == "done"
 
 
 def test_ctrl_c_cancels_with_one_line_and_resumes(tmp_path: Path, db_url: str) -> None:
@@ -80,10 +86,10 @@ def test_ctrl_c_cancels_with_one_line_and_resumes(tmp_path: Path, db_url: str) -
     lines = [line for line in stderr.splitlines() if line.strip()]
     assert lines == [f"error: interrupted: job {job_id} keeps its trials; continue with `ktune tune --resume {job_id}`"]
     with TuningLog.open(db_url) as tlog:
-        assert tlog.get_job(job_id).state == "cancelled"
+        assert _job(tlog, job_id).state == "cancelled"
     assert main(["tune", "--resume", str(job_id), "--db", db_url, "-q"]) == 0
     with TuningLog.open(db_url) as tlog:
-        job = tlog.get_job(job_id)
+        job = _job(tlog, job_id)
         trials = tlog.job_trials(job_id)
     assert job.state == "done" and job.n_trials == 100
     assert len({t.config_key for t in trials}) == 100

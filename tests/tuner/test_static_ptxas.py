@@ -54,15 +54,22 @@ def test_parse_nvcc_and_nvrtc_reports() -> None:
     assert (k.registers, k.shared_bytes, k.spill_stores, k.barriers) == (40, 0, 4, 0)
 
 
+def _problem(info: StaticInfo, launch: Launch, limits: DeviceLimits) -> str:
+    """``launch_problem``'s reason, asserting that there is one."""
+    why = launch_problem(info, launch, limits)
+    assert why is not None
+    return why
+
+
 def test_launch_problems_follow_the_device_limits() -> None:
     a100 = DeviceLimits.for_arch("sm_80")
     ok = StaticInfo(True, registers=64, shared_bytes=16384)
     assert launch_problem(ok, Launch((1, 1, 1), (256, 1, 1)), a100) is None
-    assert "threads per block" in launch_problem(ok, Launch((1, 1, 1), (2048, 1, 1)), a100)
-    assert "registers" in launch_problem(StaticInfo(True, registers=128), Launch((1, 1, 1), (1024, 1, 1)), a100)
-    assert "shared memory" in launch_problem(ok, Launch((1, 1, 1), (128, 1, 1), 160 * 1024), a100)
+    assert "threads per block" in _problem(ok, Launch((1, 1, 1), (2048, 1, 1)), a100)
+    assert "registers" in _problem(StaticInfo(True, registers=128), Launch((1, 1, 1), (1024, 1, 1)), a100)
+    assert "shared memory" in _problem(ok, Launch((1, 1, 1), (128, 1, 1), 160 * 1024), a100)
     assert launch_problem(ok, Launch((1, 1, 1), (128, 1, 1), 160 * 1024), DeviceLimits.for_arch("sm_90")) is None
-    assert "static shared" in launch_problem(StaticInfo(True, shared_bytes=64 * 1024), Launch((1, 1, 1), (32, 1, 1)), a100)
+    assert "static shared" in _problem(StaticInfo(True, shared_bytes=64 * 1024), Launch((1, 1, 1), (32, 1, 1)), a100)
 
 
 def _compilers() -> list:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import pytest
 
 from tuner import strategies
@@ -65,7 +67,7 @@ def test_never_proposes_what_it_was_told(small_space, name: str) -> None:
 
 @pytest.mark.parametrize("name", ALL)
 def test_failures_do_not_stop_the_search(small_space, name: str) -> None:
-    backend = FunctionBackend(lambda c: Status.RUNTIME_ERROR if c["bx"] >= 16 else quadratic_time(c))
+    backend = FunctionBackend(lambda c: Status.RUNTIME_ERROR if cast(int, c["bx"]) >= 16 else quadratic_time(c))
     strategy = strategies.create(name, small_space, seed=2)
     outcome = Tuner(small_space, strategy, backend, budget=Budget(max_trials=15)).run()
     assert outcome.state.n_trials == 15

@@ -169,7 +169,7 @@ def _summary(
     if ok:
         best = min(ok, key=lambda t: (t.time_ms, t.seq))
         line = f"  best          {format_ms(best.time_ms)} at measurement {best.seq + 1 if best.seq is not None else '?'}"
-        if optimum_ms:
+        if optimum_ms and best.time_ms is not None:  # always set: `ok` keeps timed trials only
             line += f", {best.time_ms / optimum_ms:.3f} x the recording's optimum ({format_ms(optimum_ms)})"
         out.print(line)
         out.print(f"  config        {format_config(best.config)}")
