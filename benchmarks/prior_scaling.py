@@ -53,26 +53,32 @@ class EveryTrial(AutoSearch):
     prior_limit = PriorLimit(per_group=1000, total=10**9)
 
 
+def add_synthetic_gpus(tlog: TuningLog, rec: RecordedSpace, n_devices: int, per_device: int | None = None) -> None:
+    """Import ``rec``, then add ``n_devices`` GPUs with its first ``per_device`` records (all by
+    default), times multiplied by a log-normal factor (sigma 0.3), failures kept."""
+    rng = np.random.default_rng(0)
+    records = list(rec.records.values())[:per_device]
+    import_recording(tlog, rec)
+    workload = tlog.get_workload(rec.workload().key)
+    assert workload is not None
+    for d in range(n_devices):
+        device = tlog.get_or_create_device(f"Synthetic GPU {d}")
+        noise = rng.lognormal(0.0, 0.3, len(records))
+        rows = [
+            TrialIn(config=r.config, config_key=r.key, status=r.status,
+                    time_ms=None if r.time_ms is None else r.time_ms * x, strategy="import")
+            for r, x in zip(records, noise)
+        ]  # fmt: skip
+        tlog.add_trials(None, workload.id, device.id, "import", rows)
+
+
 def build(path: Path, rec: RecordedSpace, n_devices: int) -> int:
-    """A SQLite log with ``rec`` imported and ``n_devices`` perturbed copies; its trial count."""
+    """A fresh SQLite log with ``rec`` and ``n_devices`` synthetic GPUs; its trial count."""
     if path.exists():
         path.unlink()
-    rng = np.random.default_rng(0)
-    records = list(rec.records.values())
     with TuningLog.open(f"sqlite:///{path}") as tlog:
-        import_recording(tlog, rec)
-        workload = tlog.get_workload(rec.workload().key)
-        assert workload is not None
-        for d in range(n_devices):
-            device = tlog.get_or_create_device(f"Synthetic GPU {d}")
-            noise = rng.lognormal(0.0, 0.3, len(records))
-            rows = [
-                TrialIn(config=r.config, config_key=r.key, status=r.status,
-                        time_ms=None if r.time_ms is None else r.time_ms * x, strategy="import")
-                for r, x in zip(records, noise)
-            ]  # fmt: skip
-            tlog.add_trials(None, workload.id, device.id, "import", rows)
-    return len(records) * (n_devices + 1)
+        add_synthetic_gpus(tlog, rec, n_devices)
+    return len(rec.records) * (n_devices + 1)
 
 
 def load(url: str, rec: RecordedSpace, limit: PriorLimit | None) -> list[Sample]:

@@ -8,13 +8,13 @@ import math
 import numpy as np
 import pytest
 
+from benchmarks.prior_scaling import add_synthetic_gpus
 from cost_model import ModelError, PriorLimit, limit_samples, resolve
 from cost_model.prior import PriorGroup, choose
 from cost_model.samples import Sample
 from cost_model.training import samples_from_log
-from db import TrialIn, TuningLog
+from db import TuningLog
 from search_space.formats import RecordedSpace
-from tuner.importing import import_recording
 from tuner.strategies.auto import AutoSearch
 from tuner.strategies.base import SearchContext
 
@@ -71,21 +71,7 @@ def test_a_bad_limit_is_an_error(kwargs: dict[str, float]) -> None:
 def big_log(db_url: str, convolution: RecordedSpace):
     """The bundled A4000 recording plus 5 synthetic GPUs with perturbed times (and failures)."""
     tlog = TuningLog.open(db_url)
-    import_recording(tlog, convolution)
-    wl = convolution.workload()
-    workload = tlog.get_workload(wl.key)
-    assert workload is not None
-    rng = np.random.default_rng(0)
-    records = list(convolution.records.values())[:1500]
-    for d in range(5):
-        device = tlog.get_or_create_device(f"Synthetic GPU {d}")
-        noise = rng.lognormal(0.0, 0.3, len(records))
-        rows = [
-            TrialIn(config=r.config, config_key=r.key, status=r.status,
-                    time_ms=None if r.time_ms is None else r.time_ms * x, strategy="import")
-            for r, x in zip(records, noise)
-        ]  # fmt: skip
-        tlog.add_trials(None, workload.id, device.id, "import", rows)
+    add_synthetic_gpus(tlog, convolution, 5, per_device=1500)
     yield tlog
     tlog.close()
 
