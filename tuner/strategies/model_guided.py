@@ -58,6 +58,8 @@ class ModelGuided(Strategy):
         self.spec = ctx.spec
         prior = [s for s in ctx.prior if s.usable]
         if self.prior_limit is not None:
+            # a job's context is already bounded by the same policy and seed (a no-op then);
+            # a prior handed in directly (the Python API, tests) is bounded here
             prior = limit_samples(
                 prior, self.prior_limit, target=(self.workload.key, self.device), target_spec=self.spec,
                 seed=seed or 0,
