@@ -29,6 +29,7 @@ def test_public_surface() -> None:
             "JobRecord",
             "TrialIn",
             "TrialRecord",
+            "TrialOutcome",  # what choosing training data reads (cost_model.prior)
             "BestRecord",
             # the service (leases, build-time lookup, API tokens)
             "LeaseLost",
