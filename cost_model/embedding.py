@@ -23,7 +23,7 @@ import numpy as np
 
 from cost_model.devices import DeviceSpec
 
-__all__ = ["EMBEDDING_NAMES", "EMBEDDING_SIZE", "Coordinate", "embed", "explain"]
+__all__ = ["EMBEDDING_NAMES", "EMBEDDING_SIZE", "Coordinate", "embed", "explain", "spec_distance"]
 
 
 @dataclass(frozen=True)
@@ -96,6 +96,13 @@ def embed(spec: DeviceSpec | None) -> np.ndarray:
         out[i] = coord.value(spec)
     out[-2] = 1.0 if spec.vendor.strip().upper() == "AMD" else 0.0
     return out
+
+
+def spec_distance(spec: DeviceSpec | None, other: DeviceSpec | None) -> float:
+    """Euclidean distance of two devices' embeddings (``inf`` when either spec is unknown)."""
+    if spec is None or other is None:
+        return math.inf
+    return float(np.linalg.norm(embed(spec) - embed(other)))
 
 
 def explain(spec: DeviceSpec | None = None) -> list[dict[str, object]]:

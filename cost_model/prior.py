@@ -30,11 +30,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from cost_model.devices import DeviceSpec
-from cost_model.embedding import embed
+from cost_model.embedding import spec_distance
 from cost_model.model import ModelError
 from cost_model.samples import Sample
 
-__all__ = ["PriorGroup", "PriorLimit", "choose", "limit_samples", "spec_distance", "summarise"]
+__all__ = ["PriorGroup", "PriorLimit", "choose", "limit_samples", "summarise"]
 
 
 @dataclass(frozen=True)
@@ -64,13 +64,6 @@ class PriorGroup:
     same_device: bool
     same_workload: bool
     distance: float  # spec embedding distance to the target; inf when either is unknown
-
-
-def spec_distance(spec: DeviceSpec | None, target_spec: DeviceSpec | None) -> float:
-    """Euclidean distance of two devices' spec embeddings (``inf`` when either is unknown)."""
-    if spec is None or target_spec is None:
-        return math.inf
-    return float(np.linalg.norm(embed(spec) - embed(target_spec)))
 
 
 def choose(groups: Sequence[PriorGroup], limit: PriorLimit, seed: int = 0) -> list[np.ndarray]:

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from cost_model.devices import DeviceSpec
-from cost_model.embedding import embed
+from cost_model.embedding import spec_distance
 from cost_model.samples import Sample
 
 __all__ = ["source_similarity"]
@@ -52,13 +52,10 @@ def source_similarity(
         first.setdefault(int(g), s)
     spec_sim = np.ones(n)
     if target_spec is not None:
-        ref = embed(target_spec)
-        dist = np.full(n, np.nan)
-        for g in range(n):
-            spec = first[g].spec
-            if groups[g] != target and spec is not None:
-                dist[g] = float(np.linalg.norm(embed(spec) - ref))
-        known = ~np.isnan(dist)
+        dist = np.array(
+            [math.inf if groups[g] == target else spec_distance(first[g].spec, target_spec) for g in range(n)]
+        )
+        known = np.isfinite(dist)
         if known.any():
             d_min = max(float(dist[known].min()), _MIN_BANDWIDTH)
             spec_sim[known] = np.exp(-(dist[known] ** 2 - d_min**2) / (2 * d_min**2))
