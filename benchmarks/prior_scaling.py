@@ -132,7 +132,12 @@ def main() -> int:
     logging.disable(logging.WARNING)  # the synthetic GPUs are not in the catalog, by design
     rec = load_cache(RECORDING)
     out_dir = Path(args.db_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / ".write-check").touch()
+        (out_dir / ".write-check").unlink()
+    except OSError as exc:
+        parser.error(f"--db-dir {out_dir}: cannot write there ({exc.strerror})")
     print("| trials in log | GPUs | method | load s | build s | plan s (refit) | samples trained on | load peak MB |")
     print("|---|---|---|---|---|---|---|---|")
     ratios: list[tuple[int, dict[str, float]]] = []
