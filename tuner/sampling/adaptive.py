@@ -53,7 +53,11 @@ class AdaptiveSampler:
             best_per_cluster = []
             for label in np.unique(labels):
                 members = np.flatnonzero(labels == label)
-                top = members[np.argmax(acquisition[members])]
+                # best acquisition; among equals (no model yet: all zero) a random member, so an
+                # untrained batch is not biased towards low indices (the first values of the
+                # first parameters: the lowest index of a cluster is its smallest block size)
+                shuffle = self.rng.permutation(len(members))
+                top = members[np.lexsort((shuffle, -acquisition[members]))[0]]
                 best_per_cluster.append((acquisition[top], int(candidates[top])))
             best_per_cluster.sort(key=lambda t: -t[0])
             picks = [index for _, index in best_per_cluster[:n]]
