@@ -141,9 +141,12 @@ class Tuner:
         results = self.backend.measure(configs)
         wall = time.perf_counter() - wall
         clocks: list[float] = []
+        costs: list[float] = []
         for m in results:
+            before = state.clock_s
             state.clock_s += m.cost_s if self.backend.simulated else wall / len(results)
             clocks.append(state.clock_s)
+            costs.append(state.clock_s - before)  # as resume computes it from the clocks
         first_seq = state.n_trials
         for index, m in zip(indices, results):
             state.add(index, m)
@@ -151,7 +154,9 @@ class Tuner:
         if self.sink is not None:
             self.sink(batch)
         started = time.perf_counter()
-        self.strategy.tell([Observation(i, m.status.value, m.time_ms) for i, m in zip(indices, results)])
+        self.strategy.tell(
+            [Observation(i, m.status.value, m.time_ms, c) for i, m, c in zip(indices, results, costs)]
+        )
         state.tuner_s += time.perf_counter() - started
         for callback in self.on_batch:
             callback(batch)

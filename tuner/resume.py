@@ -28,11 +28,15 @@ def restore(
     """Return the rebuilt strategy, the loop's counters, and whether the replay was exact."""
     state = TunerState()
     observations: list[Observation] = []
+    previous_clock = 0.0
     for t in trials:
         index = space.index(t.config)
         if index is None:
             raise StrategyError(f"recorded config {t.config} is not in the job's search space")
-        observations.append(Observation(index, str(t.status), t.time_ms))
+        # the cost the loop told the strategy: the step of the job clock (see Tuner._measure)
+        cost = max(0.0, float(t.clock_s) - previous_clock)
+        previous_clock = max(previous_clock, float(t.clock_s))
+        observations.append(Observation(index, str(t.status), t.time_ms, cost))
         state.add(index, t)
         state.clock_s = max(state.clock_s, float(t.clock_s))
     strategy = make_strategy()

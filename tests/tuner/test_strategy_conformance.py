@@ -81,7 +81,7 @@ def test_resumed_mid_job_continues_the_same_sequence(pnpoly, name: str, batch: i
     # Stop after 24 trials, rebuild the strategy from those trials alone, and go on.
     first = _run(pnpoly, name, seed=11, n=24, batch=batch)
     backend = pnpoly.backend()
-    past = [_Past(pnpoly.space.config(i), m) for i, m in zip(first, backend.measure(pnpoly.space.configs(first)))]
+    past = _past(pnpoly.space, first, backend.measure(pnpoly.space.configs(first)))
     strategy, state, exact = restore(
         pnpoly.space, lambda: strategies.create(name, pnpoly.space, seed=11), past, batch
     )
@@ -99,7 +99,7 @@ def test_restore_from_foreign_trials_never_repeats(pnpoly, name: str) -> None:
     # Trials measured by another strategy: the replay diverges, restore takes over.
     other = _run(pnpoly, "random", seed=5, n=30)
     backend = pnpoly.backend()
-    past = [_Past(pnpoly.space.config(i), m) for i, m in zip(other, backend.measure(pnpoly.space.configs(other)))]
+    past = _past(pnpoly.space, other, backend.measure(pnpoly.space.configs(other)))
     strategy, state, _ = restore(pnpoly.space, lambda: strategies.create(name, pnpoly.space, seed=99), past, 1)
     nxt = strategy.ask(40)
     assert len(nxt) == 40 and set(nxt).isdisjoint(other)
@@ -107,5 +107,15 @@ def test_restore_from_foreign_trials_never_repeats(pnpoly, name: str) -> None:
 
 
 class _Past:
-    def __init__(self, config, m) -> None:
-        self.config, self.status, self.time_ms, self.clock_s = config, m.status.value, m.time_ms, 0.0
+    def __init__(self, config, m, clock_s: float) -> None:
+        self.config, self.status, self.time_ms, self.clock_s = config, m.status.value, m.time_ms, clock_s
+
+
+def _past(space, indices, measurements) -> list[_Past]:
+    """Trials as the log holds them: each with the job clock after it (the replayed cost adds up),
+    from which a resumed strategy learns what each measurement cost, as the live run did."""
+    out, clock = [], 0.0
+    for i, m in zip(indices, measurements):
+        clock += m.cost_s
+        out.append(_Past(space.config(i), m, clock))
+    return out

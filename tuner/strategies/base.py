@@ -37,6 +37,9 @@ class Observation:
     index: int
     status: str
     time_ms: float | None
+    #: what the measurement cost on the job clock, in seconds (compile + benchmark; recorded
+    #: for replay); 0 when unknown. Strategies may size their planning work by it.
+    cost_s: float = 0.0
 
     @property
     def ok(self) -> bool:

@@ -11,7 +11,11 @@ sampler (``tuner.sampling``) keeps one promising representative per cluster.
 Tuner time is amortised: proposals are planned ``plan_size`` at a time (at least the batch
 asked for), so the model is refitted, the space scored and the sources run once per plan, not
 per measurement. Spaces up to ``exhaustive_limit`` configs are scored whole once per plan, and
-the sources (annealing, the RL agent) then read scores from that table.
+the sources (annealing, the RL agent) then read scores from that table. When measurements are
+so cheap that a plan of ``plan_size`` would cost more than ``tuner_share`` of their time (a
+kernel that compiles and runs in 0.1 s), plans grow, up to ``max_plan_size``: the plan's cost
+is estimated from the work it does (:meth:`ModelGuided.plan_seconds`), not read from a clock,
+so a seeded job still proposes the same sequence.
 """
 
 from __future__ import annotations
@@ -35,6 +39,13 @@ from tuner.strategies.base import Observation, SearchContext, Strategy
 
 __all__ = ["ModelGuided"]
 
+#: the plan-time model of :meth:`ModelGuided.plan_seconds`, in seconds: fixed, per config
+#: scored, per training row, per proposal
+PLAN_S_FIXED = 0.030
+PLAN_S_PER_CONFIG = 2.0e-6
+PLAN_S_PER_ROW = 2.2e-5
+PLAN_S_PER_PROPOSAL = 1.0e-3
+
 
 class ModelGuided(Strategy):
     uses_log = True
@@ -44,6 +55,10 @@ class ModelGuided(Strategy):
     plan_size: ClassVar[int] = 8
     #: spaces up to this size are scored exhaustively and their features cached
     exhaustive_limit: ClassVar[int] = 200_000
+    #: the largest plan, however cheap measurements are
+    max_plan_size: ClassVar[int] = 64
+    #: the share of the measurement time that planning aims to stay under
+    tuner_share: ClassVar[float] = 0.02
     #: uncertainty bonus in the acquisition
     beta: ClassVar[float] = 0.5
     #: how much of the log's prior a job trains on (per group and in all), so that start-up
@@ -90,7 +105,7 @@ class ModelGuided(Strategy):
         out: list[int] = []
         while len(out) < n:
             if not self._plan:
-                self._plan = self._make_plan(max(n - len(out), self.plan_size))
+                self._plan = self._make_plan(max(n - len(out), self.plan_length()))
                 if not self._plan:
                     break
             index = self._plan.pop(0)
@@ -125,6 +140,30 @@ class ModelGuided(Strategy):
         self._table = None
 
     # --- planning -----------------------------------------------------------------------
+
+    def plan_length(self) -> int:
+        """Proposals to plan at once: ``plan_size``, or more when measurements are so cheap
+        that planning would cost more than ``tuner_share`` of their time: the smallest ``n``
+        with ``plan_seconds(n) / n <= tuner_share * median measurement cost``, at most
+        ``max_plan_size``."""
+        costs = [o.cost_s for o in self._obs.values() if o.cost_s > 0]
+        if not costs:
+            return self.plan_size
+        per_proposal = self.tuner_share * float(np.median(costs)) - PLAN_S_PER_PROPOSAL
+        if per_proposal <= 0:
+            return self.max_plan_size
+        need = math.ceil(self.plan_seconds(0) / per_proposal)
+        return int(min(self.max_plan_size, max(self.plan_size, need)))
+
+    def plan_seconds(self, n: int) -> float:
+        """Estimated time of a plan of ``n`` proposals on a slow machine: a linear model in the
+        configs scored per plan, the model's training rows and ``n``, fitted to this strategy's
+        plans on the 2-core development VM (docs/benchmarks.md, "Tuner time"). An estimate, not
+        a clock reading, so that plan lengths, and the proposals, depend on the seed and the
+        measurements alone."""
+        scored = min(len(self.space), self.exhaustive_limit)
+        rows = len(self._prior) + len(self._own)
+        return PLAN_S_FIXED + PLAN_S_PER_CONFIG * scored + PLAN_S_PER_ROW * rows + PLAN_S_PER_PROPOSAL * n
 
     def _taken(self) -> set[int]:
         return set(self._obs) | self._handed
