@@ -17,6 +17,7 @@ from search_space.space import SearchSpace
 from search_space.workload import Workload
 from tuner import strategies
 from tuner.proposals.annealing import anneal
+from tuner.proposals.coordinate import coordinate_moves
 from tuner.proposals.rl_agent import KnobMoveAgent
 from tuner.proposals.tpe import TPESource
 from tuner.sampling.adaptive import AdaptiveSampler
@@ -68,6 +69,51 @@ def test_annealing_on_an_exact_scorer_reaches_the_optimum(space: SearchSpace, ti
     found, score = anneal(space, lambda idx: -times[idx], space.sample(16, rng), rng, steps=120, n=8)
     assert int(np.argmin(times)) in found.tolist()
     assert np.all(np.diff(score) <= 0)  # best first
+
+
+def test_coordinate_moves_take_each_knob_in_turn_least_explored_first(space: SearchSpace, times: np.ndarray) -> None:
+    start = space.index({"a": 1, "b": 1, "c": 1, "d": 1, "s": 0})
+    assert start is not None
+    picks = coordinate_moves(space, lambda idx: -times[idx], np.array([start]), {start}, 5)
+    configs = space.configs(picks)
+    changed = [next(k for k in "abcds" if c[k] != space.config(start)[k]) for c in configs]
+    assert sorted(changed) == list("abcds")  # one move per knob
+    # within a knob the scorer picks the value: the best one-knob move on each knob
+    assert {c["a"] for c in configs if c["a"] != 1} == {8}
+    assert {c["s"] for c in configs if c["s"] != 0} == {1}
+    # a knob whose alternatives were measured around the incumbent waits its turn
+    told = {start} | {i for i, k in zip(picks, changed) if k != "d"}
+    again = coordinate_moves(space, lambda idx: -times[idx], np.array([start]), told, 1)
+    assert [next(k for k in "abcds" if space.config(again[0])[k] != space.config(start)[k])] == ["d"]
+
+
+def test_coordinate_moves_give_one_move_per_knob_per_incumbent(space: SearchSpace) -> None:
+    first, second = 0, len(space) - 1
+    around_first = set(space.neighbours(first, "hamming").tolist())
+    around_second = set(space.neighbours(second, "hamming").tolist())
+    def flat(idx: np.ndarray) -> np.ndarray:
+        return np.zeros(len(idx))
+
+    picks = coordinate_moves(space, flat, np.array([first, second]), {first, second}, 50)
+    assert len(picks) == len(set(picks)) == 10  # 5 knobs, 2 incumbents
+    assert set(picks[:5]) <= around_first and set(picks[5:]) <= around_second
+    # with every move around the first measured, the moves all come from the second
+    rest = coordinate_moves(space, flat, np.array([first, second]), {first, second} | around_first, 5)
+    assert len(rest) == 5 and set(rest) <= around_second
+
+
+def test_a_coordinate_walk_reaches_the_optimum_even_with_a_model_that_knows_nothing(space: SearchSpace, times: np.ndarray) -> None:
+    """The point of the source: with a constant acquisition (a model that has learnt nothing),
+    walking the incumbent one knob at a time still reaches the optimum of a landscape whose
+    knobs act separately, in a few measurements per knob value."""
+    rng = np.random.default_rng(8)
+    measured = {int(i): float(times[i]) for i in space.sample(8, rng)}
+    while min(measured.values()) > times.min():
+        incumbents = np.array(sorted(measured, key=measured.__getitem__)[:2])
+        moves = coordinate_moves(space, lambda idx: np.zeros(len(idx)), incumbents, set(measured), 6)
+        assert moves, "the walk stopped short of the optimum"
+        measured.update((i, float(times[i])) for i in moves)
+    assert len(measured) <= 8 + 6 * 20  # the space has 4,508 configs
 
 
 def test_rl_agent_on_an_exact_scorer_climbs_to_top_configs(space: SearchSpace, times: np.ndarray) -> None:
@@ -129,3 +175,19 @@ def test_with_another_gpu_in_the_log_the_first_batch_is_already_good(space: Sear
         assert times[first].min() <= 1.05 * times.min()
     else:
         assert times[first].min() <= np.quantile(times, 0.01)
+
+
+def test_plans_grow_when_measurements_are_cheap(space: SearchSpace, times: np.ndarray) -> None:
+    """Tuner time stays a small share of measurement time: plans of 8 for compile-and-run
+    costs of seconds, longer plans (up to the cap) for a kernel measured in 0.1 s, the same
+    plan lengths for the same measurements (an estimate, not a clock)."""
+    lengths = {}
+    for cost in (2.0, 0.2, 0.1, 0.001):
+        strategy = strategies.create("auto", space, seed=0)
+        batch = strategy.ask(8)
+        strategy.tell([Observation(i, "ok", float(times[i]), cost) for i in batch])
+        lengths[cost] = strategy.plan_length()  # type: ignore[attr-defined]
+    assert lengths[2.0] == 8 < lengths[0.2] < lengths[0.1] < lengths[0.001] == 64
+    unknown = strategies.create("auto", space, seed=0)
+    unknown.tell([Observation(i, "ok", float(times[i])) for i in unknown.ask(8)])
+    assert unknown.plan_length() == 8  # type: ignore[attr-defined]

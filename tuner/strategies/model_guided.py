@@ -6,7 +6,9 @@ space (other GPUs, other workloads, earlier jobs), on those too: the target devi
 then weigh more as they arrive (transfer; see ``cost_model.transfer``). Until the model has
 something to learn from, batches are space-filling (cluster representatives of a random
 sample). After that, each subclass pools candidates from its proposal sources; the adaptive
-sampler (``tuner.sampling``) keeps one promising representative per cluster.
+sampler (``tuner.sampling``) keeps one promising representative per cluster. A subclass may
+give a share of each plan (``coordinate_share``) to one-knob moves around the best
+measurements (``tuner.proposals.coordinate``), so the search also converges locally.
 
 Tuner time is amortised: proposals are planned ``plan_size`` at a time (at least the batch
 asked for), so the model is refitted, the space scored and the sources run once per plan, not
@@ -34,6 +36,7 @@ from cost_model.xgb import XGBCostModel
 from search_space.space import SearchSpace
 from search_space.workload import Workload
 from tuner.proposals.annealing import anneal
+from tuner.proposals.coordinate import coordinate_moves
 from tuner.sampling.adaptive import AdaptiveSampler
 from tuner.strategies.base import Observation, SearchContext, Strategy
 
@@ -59,6 +62,10 @@ class ModelGuided(Strategy):
     max_plan_size: ClassVar[int] = 64
     #: the share of the measurement time that planning aims to stay under
     tuner_share: ClassVar[float] = 0.02
+    #: share of each plan given to one-knob moves around the best measurements (0: none)
+    coordinate_share: ClassVar[float] = 0.0
+    #: how many of the best measurements those moves start from
+    coordinate_incumbents: ClassVar[int] = 2
     #: uncertainty bonus in the acquisition
     beta: ClassVar[float] = 0.5
     #: how much of the log's prior a job trains on (per group and in all), so that start-up
@@ -179,13 +186,21 @@ class ModelGuided(Strategy):
             pool = self.space.sample(min(remaining, 32 * n), self.rng, exclude=np.fromiter(taken, np.int64))
             zeros = np.zeros(len(pool))
             return self.sampler.select(pool, zeros, zeros, n, taken)
+        moves = coordinate_moves(
+            self.space, self.acquisition, self.best_measured(self.coordinate_incumbents), taken,
+            round(self.coordinate_share * n),
+        )
+        taken = taken | set(moves)
+        n -= len(moves)
+        if n <= 0 or len(taken) >= len(self.space):
+            return moves
         candidates = self._candidates(n, taken)
         candidates = candidates[~np.isin(candidates, np.fromiter(taken, np.int64))] if len(candidates) else candidates
         if len(np.unique(candidates)) < n:
             extra = self.space.sample(n, self.rng, exclude=np.fromiter(taken | set(candidates.tolist()), np.int64))
             candidates = np.concatenate([candidates, extra])
         score, uncertainty = self.predict(candidates)
-        return self.sampler.select(candidates, score, uncertainty, n, taken)
+        return moves + self.sampler.select(candidates, score, uncertainty, n, taken)
 
     @abstractmethod
     def _candidates(self, n: int, taken: set[int]) -> np.ndarray:
@@ -206,6 +221,11 @@ class ModelGuided(Strategy):
 
     def score(self, indices: np.ndarray) -> np.ndarray:
         return self.predict(indices)[0]
+
+    def acquisition(self, indices: np.ndarray) -> np.ndarray:
+        """Predicted score plus the uncertainty bonus (what the sampler ranks by)."""
+        score, uncertainty = self.predict(indices)
+        return score + self.beta * uncertainty
 
     def best_measured(self, k: int) -> np.ndarray:
         ok = sorted((o.time_ms, i) for i, o in self._obs.items() if o.ok)  # type: ignore[misc]
