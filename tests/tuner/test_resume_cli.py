@@ -102,3 +102,31 @@ def test_resume_of_a_done_job_changes_nothing(capsys, tmp_path: Path, db_url: st
     capsys.readouterr()
     assert main(["tune", "--resume", str(job_id), "--db", db_url]) == 0
     assert "already done (5 trials)" in capsys.readouterr().out
+
+
+def test_a_stopped_auto_job_on_cheap_measurements_resumes_the_same_sequence(tmp_path: Path, db_url: str) -> None:
+    """pnpoly is measured in 0.24 s, so ``auto`` plans more than 8 proposals at a time, sized by
+    the measurement costs it was told; on resume it reads them back from the logged job clock
+    (through SQLite and PostgreSQL) and must size its plans, and so propose, exactly as before."""
+    from tuner.budget import Budget
+    from tuner.jobs import JobRequest, create_job, run_job
+    from tuner.resume import restore
+    from tuner.sources import ReplaySource
+    from tuner.strategies import create
+
+    source = ReplaySource.open(bundled_recordings()["pnpoly_RTX_3090"])
+    request = JobRequest(source, "auto", Budget(max_trials=40), seed=3, batch_size=1)
+    with TuningLog.open(f"sqlite:///{tmp_path}/reference.db") as tlog:
+        job = create_job(tlog, request)
+        run_job(tlog, job.id, source=source)
+        reference = [t.config_key for t in tlog.job_trials(job.id)]
+    with TuningLog.open(db_url) as tlog:
+        job = create_job(tlog, request)
+        run_job(tlog, job.id, source=source, should_stop=lambda: _job(tlog, job.id).n_trials >= 23)
+        assert _job(tlog, job.id).state == "cancelled"
+        run_job(tlog, job.id, source=source)
+        trials = tlog.job_trials(job.id)
+        assert [t.config_key for t in trials] == reference
+        # and the plans were longer than 8: the costs came back from the log
+        strategy, _, _ = restore(source.space, lambda: create("auto", source.space, seed=3), trials, 1)
+        assert strategy.plan_length() > 8  # type: ignore[attr-defined]
