@@ -146,7 +146,11 @@ def load_cache(path: str | Path) -> RecordedSpace:
     valid = [r.config for r in records.values() if r.status != "invalid"]
     if not valid:
         raise _error(path, "every record is InvalidConfig: the space is empty")
-    name = f"{data['kernel_name']}@{data['device_name']}"
+    # Kernel Tuner writes an empty name where the driver reported none (seen on AMD MI250X
+    # recordings of the Benchmark Hub): the device is unknown, and named after the recording so
+    # that two unknown GPUs never share a device in the log
+    device_name = data["device_name"].strip() or unknown_device_name(digest)
+    name = f"{data['kernel_name']}@{device_name}"
     try:
         space = SearchSpace.from_configs(parameters, valid, name=name)
     except ValueError as exc:
@@ -154,7 +158,7 @@ def load_cache(path: str | Path) -> RecordedSpace:
     return RecordedSpace(
         path=path,
         digest=digest,
-        device_name=data["device_name"],
+        device_name=device_name,
         kernel_name=data["kernel_name"],
         problem_size=_problem_size(path, data["problem_size"]),
         objective=_objective(path, data.get("objective", "time")),
@@ -162,6 +166,11 @@ def load_cache(path: str | Path) -> RecordedSpace:
         records=MappingProxyType(records),
         space=space,
     )
+
+
+def unknown_device_name(digest: str) -> str:
+    """The device name given to a recording whose header names none."""
+    return f"unknown GPU (recording {digest[:12]})"
 
 
 def _read_bytes(path: Path) -> tuple[bytes, str]:

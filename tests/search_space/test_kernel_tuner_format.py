@@ -135,6 +135,22 @@ def test_invalid_records_are_kept_but_not_in_the_space(tmp_path: Path) -> None:
     assert rs.optimum is not None and rs.optimum.key == "1,16"
 
 
+def test_a_recording_without_a_device_name_is_an_unknown_gpu_of_its_own(tmp_path: Path) -> None:
+    """Kernel Tuner writes ``device_name: ""`` when the driver reports none (Benchmark Hub's
+    MI250X recordings): still a recording to tune and import, of a device nobody can match."""
+    names = set()
+    for i, time in enumerate((2.5, 3.5)):
+        data = _small_cache()
+        data["device_name"] = " " if i else ""
+        data["cache"]["1,8"]["time"] = time
+        path = tmp_path / f"unnamed{i}.json"
+        path.write_text(json.dumps(data))
+        rs = load_cache(path)
+        assert rs.device_name == f"unknown GPU (recording {rs.digest[:12]})"
+        names.add(rs.device_name)
+    assert len(names) == 2  # two unnamed recordings are two devices
+
+
 # ---------------------------------------------------------------------------- robust loading
 
 

@@ -186,3 +186,23 @@ def test_tune_without_a_strategy_runs_the_default_auto(capsys, tmp_path: Path, d
     assert code == 0, stdout
     doc = json.loads(out.read_text())
     assert doc["strategy"] == "auto" and len(doc["trials"]) == 24
+
+
+def test_a_recording_that_names_no_device_is_tuned_and_imported(capsys, tmp_path: Path, db_url: str) -> None:
+    """An empty ``device_name`` (as Kernel Tuner writes it for some AMD GPUs) used to stop
+    ``tune`` and ``import`` with 'a device needs a name'."""
+    with gzip.open(PNPOLY, "rt") as fh:
+        doc = json.load(fh)
+    doc["device_name"] = ""
+    unnamed = tmp_path / "unnamed.json"
+    unnamed.write_text(json.dumps(doc))
+    out = tmp_path / "x.json"
+    code, stdout, stderr = ktune(capsys, "tune", "--replay", str(unnamed), "--budget", "12", "--seed", "1",
+                                 "--out", str(out), "--db", db_url, "--quiet")
+    assert code == 0, stderr
+    device = json.loads(out.read_text())["device"]
+    assert device.startswith("unknown GPU (recording ")
+    code, _, stderr = ktune(capsys, "import", str(unnamed), "--db", db_url)
+    assert code == 0, stderr
+    code, stdout, _ = ktune(capsys, "devices", "--db", db_url)
+    assert code == 0 and device in stdout
