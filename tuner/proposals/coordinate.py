@@ -45,15 +45,16 @@ def coordinate_moves(
             continue
         changed = (space.positions(neighbours) != space.positions([int(incumbent)])[0]).argmax(axis=1)
         measured = np.fromiter((int(i) in seen for i in neighbours), dtype=bool, count=len(neighbours))
+        free = ~measured
+        if not free.any():
+            continue
+        value = np.full(len(neighbours), -np.inf)
+        value[free] = np.asarray(acquisition(neighbours[free]), dtype=np.float64)  # one call
         moves: list[tuple[int, float, int]] = []  # (alternatives measured, -acquisition, index)
-        for knob in np.unique(changed):
-            on_knob = changed == knob
-            free = neighbours[on_knob & ~measured]
-            if len(free) == 0:
-                continue
-            value = np.asarray(acquisition(free), dtype=np.float64)
-            best = int(np.argmax(value))
-            moves.append((int((on_knob & measured).sum()), -float(value[best]), int(free[best])))
+        for knob in np.unique(changed[free]):
+            on_knob = np.flatnonzero(changed == knob)
+            best = on_knob[np.argmax(value[on_knob])]
+            moves.append((int(measured[on_knob].sum()), -float(value[best]), int(neighbours[best])))
         for _, _, index in sorted(moves):
             if len(picks) >= k:
                 break
