@@ -191,3 +191,22 @@ def test_plans_grow_when_measurements_are_cheap(space: SearchSpace, times: np.nd
     unknown = strategies.create("auto", space, seed=0)
     unknown.tell([Observation(i, "ok", float(times[i])) for i in unknown.ask(8)])
     assert unknown.plan_length() == 8  # type: ignore[attr-defined]
+
+
+def test_auto_on_a_space_too_large_to_score_whole(space: SearchSpace, times: np.ndarray) -> None:
+    """Above ``exhaustive_limit`` configs the model scores samples and neighbourhoods, not a
+    table of the whole space: the search still proposes distinct configs and walks to the top."""
+    from tuner.strategies.auto import AutoSearch
+
+    class Sampled(AutoSearch):
+        exhaustive_limit = 500  # the 4,508-config space counts as large
+
+    strategy = Sampled(space, seed=0)
+    seen: list[int] = []
+    while len(seen) < 48:
+        batch = strategy.ask(4)
+        strategy.tell([Observation(i, "ok", float(times[i])) for i in batch])
+        seen += batch
+    assert len(set(seen)) == 48
+    assert strategy._table is None  # never scored whole
+    assert times[seen].min() <= np.quantile(times, 0.01)
