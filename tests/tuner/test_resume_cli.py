@@ -78,7 +78,9 @@ def test_kill_9_mid_job_then_resume_gives_exactly_the_budget(tmp_path: Path, db_
 
 
 def test_ctrl_c_cancels_with_one_line_and_resumes(tmp_path: Path, db_url: str) -> None:
-    proc = _start(db_url, "random", 100)
+    # 200 replayed trials take about 10 s at --replay-speed 50: long enough that a loaded
+    # machine cannot finish the job between the 10th trial and the interrupt
+    proc = _start(db_url, "random", 200)
     job_id = _wait_for_trials(db_url, 10, proc)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=30)
@@ -91,8 +93,8 @@ def test_ctrl_c_cancels_with_one_line_and_resumes(tmp_path: Path, db_url: str) -
     with TuningLog.open(db_url) as tlog:
         job = _job(tlog, job_id)
         trials = tlog.job_trials(job_id)
-    assert job.state == "done" and job.n_trials == 100
-    assert len({t.config_key for t in trials}) == 100
+    assert job.state == "done" and job.n_trials == 200
+    assert len({t.config_key for t in trials}) == 200
 
 
 def test_resume_of_a_done_job_changes_nothing(capsys, tmp_path: Path, db_url: str) -> None:
