@@ -31,8 +31,15 @@ def _start(db_url: str, strategy: str, budget: int) -> subprocess.Popen[str]:
     # runs long enough to be killed part-way.
     cmd = [sys.executable, "-m", "tuner.cli.app", "tune", "--replay", CONV, "--strategy", strategy,
            "--budget", str(budget), "--seed", "3", "--batch", "2", "--replay-speed", "50", "--db", db_url, "-q"]
-    return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    # A launcher without job control (`cmd &` in a script) starts us with SIGINT ignored, and
+    # an ignored signal stays ignored across exec: the job would shrug off the Ctrl-C below.
+    # A handled signal is reset to the default at exec, so handle it while starting the child.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _wait_for_trials(db_url: str, at_least: int, proc: subprocess.Popen[str], timeout: float = 60.0) -> int:
