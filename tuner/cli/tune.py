@@ -55,8 +55,7 @@ def tune(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     db: DbOption = None,
 ) -> None:
-    """Tune a recorded space (``--replay``), an operator on the local GPU (``--op``), or resume
-    a stopped job (``--resume``)."""
+    """Tune a recorded space (--replay) or an operator on the local GPU (--op), or resume a job."""
     if sum(x is not None for x in (replay, op, resume)) + demo != 1:
         raise CliError("give exactly one of --replay FILE, --op OPERATOR, --demo or --resume JOB")
     if resume is not None:
