@@ -33,9 +33,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.search_efficiency import measurement_ms
 from cost_model import resolve
 from cost_model.samples import Sample
 from search_space.formats import FormatError, RecordedSpace, load_cache
+from tuner.measure.replay import ReplayBackend
 from tuner.sources import bundled_recordings
 from tuner.strategies import model_guided
 from tuner.strategies.auto import AutoSearch
@@ -83,21 +85,14 @@ def prior_of(rec: RecordedSpace, others: list[RecordedSpace]) -> tuple[Sample, .
 def replay(rec: RecordedSpace, prior: tuple[Sample, ...], seed: int, budget: int) -> Timed:
     context = SearchContext(workload=rec.workload(), device=rec.device_name, spec=resolve(rec.device_name), prior=prior)
     strategy = Timed(rec.space, seed=seed, context=context)
+    backend = ReplayBackend(rec)  # what a job measures with: status, time and recorded cost
     for _ in range(budget):
         asked = strategy.ask(1)
         if not asked:
             break
-        record = rec.lookup(rec.space.config(asked[0]))
-        if record is None:
-            strategy.tell([Observation(asked[0], "invalid", None)])
-        else:
-            cost = (record.compile_ms + record.bench_ms) / 1000.0
-            strategy.tell([Observation(asked[0], record.status, record.time_ms if record.status == "ok" else None, cost)])
+        (m,) = backend.measure([rec.space.config(asked[0])])
+        strategy.tell([Observation(asked[0], m.status.value, m.time_ms, m.cost_s)])
     return strategy
-
-
-def measurement_s(rec: RecordedSpace) -> float:
-    return float(np.median([r.compile_ms + r.bench_ms for r in rec.records.values() if r.status != "invalid"])) / 1000.0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -126,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         others = [r for g, r in recs.items() if g != f and r.kernel_name == rec.kernel_name
                   and [p.name for p in r.parameters] == [p.name for p in rec.parameters]]
         modes = [("none", ())] + ([("transfer", prior_of(rec, others))] if args.transfer and others else [])
-        cost = measurement_s(rec)
+        cost = measurement_ms(rec) / 1000.0
         for mode, prior in modes:
             for length in lengths:
                 Timed.length = length
