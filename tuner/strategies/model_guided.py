@@ -241,8 +241,7 @@ class ModelGuided(Strategy):
         pool = pool[~np.isin(pool, np.fromiter(taken, np.int64))]
         if len(pool) == 0:
             return pool
-        score, uncertainty = self.predict(pool)
-        order = np.argsort(-(score + self.beta * uncertainty), kind="stable")
+        order = np.argsort(-self.acquisition(pool), kind="stable")
         return pool[order[:k]]
 
     def local(self, k: int, taken: set[int], best: int = 3) -> np.ndarray:
