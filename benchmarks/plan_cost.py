@@ -33,7 +33,6 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.search_efficiency import measurement_ms
 from cost_model import resolve
 from cost_model.samples import Sample
 from search_space.formats import FormatError, RecordedSpace, load_cache
@@ -121,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         others = [r for g, r in recs.items() if g != f and r.kernel_name == rec.kernel_name
                   and [p.name for p in r.parameters] == [p.name for p in rec.parameters]]
         modes = [("none", ())] + ([("transfer", prior_of(rec, others))] if args.transfer and others else [])
-        cost = measurement_ms(rec) / 1000.0
+        cost = rec.median_measurement_ms / 1000.0
         for mode, prior in modes:
             for length in lengths:
                 Timed.length = length

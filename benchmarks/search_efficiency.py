@@ -78,11 +78,6 @@ def best_curve(rec: RecordedSpace, keys: list[str], budget: int) -> np.ndarray:
     return np.array(out)
 
 
-def measurement_ms(rec: RecordedSpace) -> float:
-    """Median replayed cost of one measurement: recorded compile + benchmark time."""
-    return float(np.median([r.compile_ms + r.bench_ms for r in rec.records.values() if r.status != "invalid"]))
-
-
 def random_expectation(rec: RecordedSpace, budget: int) -> Runs:
     """The exact median of best/optimum for uniform sampling without replacement.
 
@@ -197,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def print_table(mode: str, table: dict[str, dict[Path, Runs]], recs: dict[Path, RecordedSpace], seeds: int, budget: int) -> None:
     spaces = sorted({f for per in table.values() for f in per}, key=str)
-    cost_ms = {f: measurement_ms(recs[f]) for f in spaces}
+    cost_ms = {f: recs[f].median_measurement_ms for f in spaces}
     print(f"\n### mode: {mode} ({len(spaces)} spaces, {seeds} seeds, budget {budget}; replayed recordings)\n")
     cps = [k for k in CHECKPOINTS if k <= budget]
     print("| strategy | " + " | ".join(f"@{k}" for k in cps)

@@ -16,6 +16,7 @@ import hashlib
 import json
 import math
 import os
+import statistics
 import tempfile
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
@@ -101,6 +102,13 @@ class RecordedSpace:
         """The fastest ``ok`` record (``None`` when every config failed)."""
         ok = [r for r in self.records.values() if r.status == "ok"]
         return min(ok, key=lambda r: r.time_ms or 0.0) if ok else None
+
+    @cached_property
+    def median_measurement_ms(self) -> float:
+        """Median cost of one replayed measurement (recorded compile + benchmark time) over the
+        configs that were tried (failed ones too: they cost a compile; 0 when none were)."""
+        costs = [r.compile_ms + r.bench_ms for r in self.records.values() if r.status != "invalid"]
+        return float(statistics.median(costs)) if costs else 0.0
 
     def workload(self) -> Workload:
         return Workload(operator=self.kernel_name, shape=self.problem_size)

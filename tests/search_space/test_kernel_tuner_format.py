@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import statistics
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -113,6 +114,17 @@ def test_convolution_optimum_and_lookup(convolution: RecordedSpace) -> None:
     assert failed.status == "compile_error" and failed.time_ms is None and failed.times_ms == ()
     assert rs.lookup(dict(config, block_size_x=17)) is None
     assert rs.lookup({"block_size_x": 16}) is None
+
+
+def test_median_measurement_cost_counts_failed_compiles(convolution: RecordedSpace) -> None:
+    def median(records: list) -> float:
+        return statistics.median(r.compile_ms + r.bench_ms for r in records)
+
+    tried = [r for r in convolution.records.values() if r.status != "invalid"]
+    ran = [r for r in tried if r.status == "ok"]
+    assert len(ran) < len(tried)  # failed compiles cost time too
+    assert convolution.median_measurement_ms == pytest.approx(median(tried))
+    assert median(tried) != median(ran)
 
 
 def test_pnpoly_loads(pnpoly: RecordedSpace) -> None:
