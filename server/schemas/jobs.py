@@ -28,7 +28,7 @@ Constraint = Annotated[str, StringConstraints(min_length=1, max_length=500)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # no "5" for 5, no true for 1
 
 
 class BudgetIn(_Strict):

@@ -32,6 +32,13 @@ BAD_BODIES: list[tuple[dict[str, Any], list[str]]] = [
     ({"seed": -1}, ["body", "seed"]),
     ({"replay_speed": 0}, ["body", "replay_speed"]),
     ({"colour": "blue"}, ["body", "colour"]),
+    # no coercion: a number in a string or a boolean is not a count
+    ({"budget": {"trials": True}}, ["body", "budget", "trials"]),
+    ({"budget": {"trials": "5"}}, ["body", "budget", "trials"]),
+    ({"budget": {"trials": 5.0}}, ["body", "budget", "trials"]),
+    ({"seed": "1"}, ["body", "seed"]),
+    ({"batch_size": True}, ["body", "batch_size"]),
+    ({"replay_speed": "2"}, ["body", "replay_speed"]),
 ]
 
 
