@@ -3,7 +3,8 @@
 URLs resolve as: the explicit argument, else ``$KTUNE_DATABASE_URL``, else a SQLite file
 ``ktune.db`` in the user's data directory. SQLite and PostgreSQL (driver psycopg 3) are
 supported; every failure to reach the database is a :class:`DatabaseError` with a one-line
-message that names the URL with its password masked.
+message that names the URL with its password masked. A URL that names no usable database (not a
+URL, another database system, a file that is not SQLite) is a :class:`DatabaseInputError`.
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ __all__ = [
     "ENV_VAR",
     "ConstraintError",
     "DatabaseError",
+    "DatabaseInputError",
     "default_url",
+    "in_memory",
     "make_engine",
     "mask_url",
     "resolve_url",
@@ -59,6 +62,12 @@ class ConstraintError(DatabaseError):
     """A write broke a constraint (e.g. a job measuring one config twice); nothing was written."""
 
 
+class DatabaseInputError(DatabaseError):
+    """The URL names no database ktune can use: it is not a URL, names another database
+    system, or names a file that is not a SQLite database. The input is wrong, not the
+    database: retrying cannot help."""
+
+
 def default_url() -> str:
     """The embedded default: ``ktune.db`` in the user's data directory (created if needed)."""
     data_dir = Path(platformdirs.user_data_dir("ktune"))
@@ -70,14 +79,14 @@ def _parse(url: str) -> URL:
     try:
         parsed = make_url(url)
     except (ArgumentError, ValueError) as exc:
-        raise DatabaseError(
+        raise DatabaseInputError(
             f"not a database URL: {_mask_raw(url)!r} (expected e.g. sqlite:///path/to/ktune.db "
             f"or postgresql://user@host/dbname)"
         ) from exc
     if parsed.drivername in ("postgresql", "postgres"):
         parsed = parsed.set(drivername="postgresql+psycopg")
     if parsed.get_backend_name() not in _BACKENDS:
-        raise DatabaseError(
+        raise DatabaseInputError(
             f"unsupported database {mask_url(parsed)}: ktune supports sqlite:// and postgresql://"
         )
     return parsed
@@ -91,6 +100,14 @@ def resolve_url(url: str | None = None) -> str:
     """
     raw = url or os.environ.get(ENV_VAR) or default_url()
     return _parse(raw).render_as_string(hide_password=False)
+
+
+def in_memory(url: str) -> bool:
+    """Whether ``url`` is an in-memory SQLite database, gone when the process exits."""
+    parsed = _parse(url)
+    return parsed.get_backend_name() == "sqlite" and (
+        parsed.database in (None, "", ":memory:") or parsed.query.get("mode") == "memory"
+    )
 
 
 def mask_url(url: str | URL) -> str:
@@ -177,7 +194,8 @@ def translate_errors(url: str, action: str = "use") -> Iterator[None]:
     """Turn driver errors into :class:`DatabaseError` (one line, password masked).
 
     Constraint violations become :class:`ConstraintError`; connection and server trouble
-    becomes :class:`DatabaseError`. Anything else (a bug in a query) propagates unchanged.
+    becomes :class:`DatabaseError`; a SQLite URL naming a file that is not a database,
+    :class:`DatabaseInputError`. Anything else (a bug in a query) propagates unchanged.
     """
     try:
         yield
@@ -186,3 +204,8 @@ def translate_errors(url: str, action: str = "use") -> Iterator[None]:
     except (OperationalError, InterfaceError) as exc:
         verb = "connect to" if exc.connection_invalidated or action == "connect" else action
         raise DatabaseError(f"cannot {verb} {mask_url(url)}: {_one_line(exc)}") from exc
+    except DBAPIError as exc:
+        if getattr(exc.orig, "sqlite_errorcode", None) == sqlite3.SQLITE_NOTADB:
+            # raised by the first statement on the file (the pragmas of _set_sqlite_pragmas)
+            raise DatabaseInputError(f"{make_url(url).database} is not a SQLite database") from exc
+        raise

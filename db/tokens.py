@@ -4,6 +4,10 @@ A token reads ``ktune_<token id>_<secret>``. The token id is public (it names th
 ``ktune token list`` shows it); the secret is 256 random bits and only its salted SHA-256
 digest is stored, compared in constant time. A plain hash suits secrets this random; slow
 password hashes exist for guessable passwords.
+
+A token's name says what it is for: 1 to 64 printable characters (no newline or other control
+character), never shaped like a token id, which it could be mistaken for. Names need not be
+unique.
 """
 
 from __future__ import annotations
@@ -19,18 +23,33 @@ from sqlalchemy import Connection, select, update
 from db.records import TokenRecord
 from db.rows import to_token, token_t
 
-__all__ = ["PREFIX", "create", "digest", "list_all", "revoke", "verify"]
+__all__ = ["MAX_NAME_LENGTH", "PREFIX", "check_name", "create", "digest", "list_all", "revoke", "verify"]
 
 PREFIX = "ktune"
+MAX_NAME_LENGTH = 64
 _TOKEN = re.compile(rf"^{PREFIX}_([0-9a-f]{{12}})_([A-Za-z0-9_-]{{20,128}})$")
+_TOKEN_ID = re.compile(r"^[0-9a-f]{12}$")
 
 
 def digest(salt: str, secret: str) -> str:
     return hashlib.sha256(f"{salt}:{secret}".encode()).hexdigest()
 
 
+def check_name(name: str) -> str:
+    """``name`` if it may name a token, else ValueError saying why (without echoing it)."""
+    if not 1 <= len(name) <= MAX_NAME_LENGTH:
+        raise ValueError(f"a token name is 1 to {MAX_NAME_LENGTH} characters, got {len(name)}")
+    if not name.isprintable():
+        raise ValueError("a token name cannot contain a newline or another control character")
+    if _TOKEN_ID.match(name):
+        raise ValueError("a token name cannot look like a token id (12 hex digits)")
+    return name
+
+
 def create(conn: Connection, name: str, now: datetime) -> tuple[TokenRecord, str]:
-    """A new token named ``name``: its record and the token itself (shown once, never stored)."""
+    """A new token named ``name`` (see :func:`check_name`): its record and the token itself
+    (shown once, never stored)."""
+    check_name(name)
     token_id, secret, salt = secrets.token_hex(6), secrets.token_urlsafe(32), secrets.token_hex(16)
     row = conn.execute(
         token_t.insert()

@@ -9,6 +9,7 @@ from typing import Sequence
 import typer
 
 from db import DatabaseError, upgrade
+from db.engine import DatabaseInputError
 from tuner.cli import catalog, log_commands, tokens, transfer
 from tuner.cli.common import CliError, DbOption, err, open_log, out
 from tuner.cli.serve import serve
@@ -79,7 +80,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("KTUNE_DEBUG"):
             raise
         err.print(f"error: {exc}", markup=False)
-        return 1 if isinstance(exc, (DatabaseError, BackendError)) else 2
+        trouble = isinstance(exc, (DatabaseError, BackendError)) and not isinstance(exc, DatabaseInputError)
+        return 1 if trouble else 2
     except KeyboardInterrupt:
         err.print("interrupted", markup=False)
         return 130

@@ -2,15 +2,40 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+import os
+from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
 
 from db import TuningLog
+from db.engine import ENV_VAR, in_memory
 
-__all__ = ["DbOption", "CliError", "open_log", "out", "err"]
+__all__ = [
+    "MAX_BATCH",
+    "MAX_CONCURRENCY",
+    "MAX_JOB_ID",
+    "MAX_LIMIT",
+    "MAX_SEED",
+    "MAX_TRIALS",
+    "CliError",
+    "DbOption",
+    "check_output",
+    "check_range",
+    "err",
+    "open_log",
+    "out",
+]
 
+# Bounds of numeric options: those of the REST API (server/schemas, server/routers) and of the
+# service settings (server/settings.py) where they have one, so both accept the same values.
+MAX_JOB_ID = 2**31 - 1  # a PostgreSQL INTEGER, as /v1/jobs/{id}
+MAX_LIMIT = 2**63 - 1  # SQL LIMIT takes a 64-bit integer
+MAX_SEED = 2**31 - 1  # as seed in POST /v1/jobs: a PostgreSQL INTEGER column
+MAX_TRIALS = 1_000_000  # --budget and --patience, as a job's budget in POST /v1/jobs
+MAX_BATCH = 256  # as batch_size in POST /v1/jobs
+MAX_CONCURRENCY = 64  # as KTUNE_RUNNER_CONCURRENCY
 
 
 def _console(stderr: bool = False) -> Console:
@@ -23,11 +48,6 @@ def _console(stderr: bool = False) -> Console:
 out = _console()
 err = _console(stderr=True)
 
-DbOption = Annotated[
-    Optional[str],
-    typer.Option("--db", help="Tuning-log URL (default: $KTUNE_DATABASE_URL, else a SQLite file in the user data dir)."),
-]
-
 
 class CliError(Exception):
     """A one-line message for the user; the command exits with ``code``."""
@@ -35,6 +55,54 @@ class CliError(Exception):
     def __init__(self, message: str, code: int = 2) -> None:
         super().__init__(message)
         self.code = code
+
+
+def _persistent_log(value: str | None) -> str | None:
+    """Refuse a ``--db`` (else ``$KTUNE_DATABASE_URL``) that cannot keep a tuning log."""
+    if value is not None and not value.strip():
+        raise CliError("--db is empty: give a database URL (e.g. sqlite:///path/to/ktune.db) or leave --db out")
+    given, url = ("--db", value) if value is not None else (ENV_VAR, os.environ.get(ENV_VAR))
+    if url and in_memory(url):
+        raise CliError(f"{given} {url} is an in-memory database, lost at exit: give a file, e.g. sqlite:///path/to/ktune.db")
+    return value
+
+
+DbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        help="Tuning-log URL (default: $KTUNE_DATABASE_URL, else a SQLite file in the user data dir); not in memory.",
+        callback=_persistent_log,
+    ),
+]
+
+
+def check_range(option: str, value: float | None, low: float, high: float, *, low_open: bool = False) -> None:
+    """Raise :class:`CliError` naming ``option`` and the range unless ``value`` is in it
+    (``low < value`` when ``low_open``); ``None`` (not given) passes, NaN does not."""
+    if value is None or ((value > low if low_open else value >= low) and value <= high):
+        return
+    bounds = f"> {low} and <= {high}" if low_open else f"{low}..{high}"
+    raise CliError(f"{option} must be {bounds}, got {value}")
+
+
+def check_output(option: str, path: Path) -> Path:
+    """``path`` (``~`` expanded) once a file can be written there, before any work is done:
+    not a directory, in a directory that exists or is created now (as ``mkdir -p``) and is
+    writable. Anything else is a :class:`CliError` naming ``option``."""
+    path = path.expanduser()
+    parent = path.parent
+    if path.is_dir():
+        raise CliError(f"{option} {path}: is a directory")
+    if parent.exists() and not parent.is_dir():
+        raise CliError(f"{option} {path}: {parent} is not a directory")
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CliError(f"{option} {path}: cannot create directory {parent}: {exc.strerror or exc}") from None
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise CliError(f"{option} {path}: directory {parent} is not writable")
+    return path
 
 
 def open_log(url: str | None) -> TuningLog:

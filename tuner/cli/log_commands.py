@@ -13,7 +13,7 @@ import ktune
 from db import JOB_STATES, TuningLog
 from ktune import Answer
 from search_space.workload import Workload, WorkloadError
-from tuner.cli.common import CliError, DbOption, open_log, out
+from tuner.cli.common import MAX_JOB_ID, MAX_LIMIT, CliError, DbOption, check_range, open_log, out
 from tuner.cli.lookup_formats import render_env, render_header, render_json
 from tuner.cli.output import format_config, format_duration, format_ms, trial_row, trials_csv
 
@@ -41,8 +41,7 @@ def jobs(
     """List tuning jobs, newest first."""
     if state is not None and state not in JOB_STATES:
         raise CliError(f"unknown state {state!r} (choose from: {', '.join(JOB_STATES)})")
-    if limit <= 0:
-        raise CliError(f"--limit must be > 0, got {limit}")
+    check_range("--limit", limit, 1, MAX_LIMIT)
     with open_log(db) as tlog:
         rows = tlog.list_jobs(state=state, limit=limit)
     table = Table("job", "state", "strategy", "workload", "device", "trials", "best", "clock", "created")
@@ -60,6 +59,7 @@ def trials(
     db: DbOption = None,
 ) -> None:
     """The trials of a job, in measurement order."""
+    check_range("JOB", job, 1, MAX_JOB_ID)
     with open_log(db) as tlog:
         if tlog.get_job(job) is None:
             raise CliError(f"no job {job} in the tuning log {tlog.url}")

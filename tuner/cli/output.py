@@ -52,14 +52,17 @@ def job_document(job: JobRecord, trials: Sequence[TrialRecord], optimum_ms: floa
 
 
 def write_json_atomic(path: Path, document: Any) -> None:
-    """Write JSON so that a reader never sees half a file."""
+    """Write JSON so that a reader never sees half a file; mode 0644, as ``ktune export``'s
+    files. The directory must exist (``check_output`` creates it)."""
     path = path.expanduser()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w") as fh:
             json.dump(document, fh, indent=1)
             fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -3,20 +3,32 @@
 from __future__ import annotations
 
 import socket
+from enum import Enum
 from typing import Annotated
 
 import typer
 
-from tuner.cli.common import CliError, DbOption, err, out
+from tuner.cli.common import MAX_CONCURRENCY, CliError, DbOption, check_range, err, out
 
 __all__ = ["serve"]
+
+
+class LogLevel(str, Enum):
+    """uvicorn's log levels."""
+
+    critical = "critical"
+    error = "error"
+    warning = "warning"
+    info = "info"
+    debug = "debug"
+    trace = "trace"
 
 
 def serve(
     host: Annotated[str, typer.Option("--host", help="Address to listen on (0.0.0.0: every interface).")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", "-p", help="Port to listen on (0: any free port).")] = 8000,
-    concurrency: Annotated[int | None, typer.Option("--concurrency", help="Jobs run at once in this process (0: leave them to `ktune worker`); default $KTUNE_RUNNER_CONCURRENCY or 1.")] = None,
-    log_level: Annotated[str, typer.Option("--log-level", help="uvicorn log level.")] = "info",
+    concurrency: Annotated[int | None, typer.Option("--concurrency", help=f"Jobs run at once in this process, 0..{MAX_CONCURRENCY} (0: leave them to `ktune worker`); default $KTUNE_RUNNER_CONCURRENCY or 1.")] = None,
+    log_level: Annotated[LogLevel, typer.Option("--log-level", help="uvicorn log level.")] = LogLevel.info,
     db: DbOption = None,
 ) -> None:
     """Serve the REST API (/v1) and the dashboard (/), and run queued jobs; prints the address."""
@@ -24,8 +36,8 @@ def serve(
 
     from server import Settings, create_app
 
-    if not 0 <= port <= 65535:
-        raise CliError(f"--port must be 0..65535, got {port}")
+    check_range("--port", port, 0, 65535)
+    check_range("--concurrency", concurrency, 0, MAX_CONCURRENCY)
     settings = Settings.load(database_url=db, runner_concurrency=concurrency)
     app = create_app(settings)
     sock = _listen(host, port)
@@ -38,7 +50,7 @@ def serve(
     if not settings.api_tokens and not tlog.list_tokens():
         err.print("note: no API tokens yet, so writes are refused; create one with `ktune token create NAME`", markup=False)
     out.file.flush()
-    config = uvicorn.Config(app, log_level=log_level, access_log=log_level == "debug")
+    config = uvicorn.Config(app, log_level=log_level.value, access_log=log_level is LogLevel.debug)
     uvicorn.Server(config).run(sockets=[sock])
 
 

@@ -16,7 +16,7 @@ app = typer.Typer(help="API tokens of the REST service (stored hashed).", no_arg
 
 @app.command("create")
 def create(
-    name: Annotated[str, typer.Argument(help="What the token is for, e.g. 'ci' or a team name.")],
+    name: Annotated[str, typer.Argument(help="What the token is for, e.g. 'ci' or a team name (1 to 64 printable characters).")],
     db: DbOption = None,
 ) -> None:
     """Create a token and print it once: only its hash is stored."""
@@ -43,10 +43,17 @@ def list_(db: DbOption = None) -> None:
 @app.command("revoke")
 def revoke(
     token: Annotated[str, typer.Argument(help="Token id (from `ktune token list`) or name.")],
+    every: Annotated[bool, typer.Option("--all", help="Revoke every live token with this name (names may be shared).")] = False,
     db: DbOption = None,
 ) -> None:
-    """Revoke tokens by id or name; requests with them are refused from now on."""
+    """Revoke a token by id or name; requests with it are refused from now on."""
     with open_log(db) as tlog:
+        named = [t.token_id for t in tlog.list_tokens() if t.revoked_at is None and t.name == token]
+        if len(named) > 1 and not every:
+            raise CliError(
+                f"{len(named)} live tokens are named {token!r} (ids {', '.join(named)}): "
+                "revoke one by id, or every one with --all"
+            )
         n = tlog.revoke_token(token)
     if n == 0:
         raise CliError(f"no live token with id or name {token!r}", 1)

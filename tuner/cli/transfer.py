@@ -9,7 +9,7 @@ import typer
 
 from search_space.formats import load_cache, write_cache
 from search_space.parameters import Parameter
-from tuner.cli.common import CliError, DbOption, open_log, out
+from tuner.cli.common import CliError, DbOption, check_output, open_log, out
 from tuner.importing import import_recording
 from tuner.sources import resolve_recording
 
@@ -36,10 +36,11 @@ def import_(
 def export(
     workload: Annotated[str, typer.Option("--workload", "-w", help="Workload key.")],
     device: Annotated[str, typer.Option("--device", "-d", help="Device name.")],
-    out_file: Annotated[Path, typer.Option("--out", "-o", help="Cache file to write (.json or .json.gz).")],
+    out_file: Annotated[Path, typer.Option("--out", "-o", help="Cache file to write (.json or .json.gz; mode 0644; missing directories are created).")],
     db: DbOption = None,
 ) -> None:
     """Export the log of one workload on one device as a Kernel Tuner cache file."""
+    out_file = check_output("--out", out_file)
     with open_log(db) as tlog:
         wl = tlog.get_workload(workload)
         dev = tlog.get_device(device)
@@ -54,8 +55,11 @@ def export(
         raise CliError(f"no trials of {workload!r} on {device!r}")
     latest = {t.config_key: t for t in history}  # a later measurement of a config wins
     parameters = [Parameter.from_dict(p) for p in wl.space["parameters"]]
-    write_cache(
-        out_file, device_name=dev.name, kernel_name=wl.operator, problem_size=list(wl.shape),
-        parameters=parameters, records=list(latest.values()),
-    )
+    try:
+        write_cache(
+            out_file, device_name=dev.name, kernel_name=wl.operator, problem_size=list(wl.shape),
+            parameters=parameters, records=list(latest.values()),
+        )
+    except OSError as exc:
+        raise CliError(f"cannot write --out {out_file}: {exc.strerror or exc}") from None
     out.print(f"wrote {len(latest)} records of {workload} on {device} to {out_file}")

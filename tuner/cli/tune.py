@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -12,7 +12,19 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from db import JobRecord, TrialRecord, TuningLog
 from tuner import strategies
 from tuner.budget import Budget
-from tuner.cli.common import CliError, DbOption, err, open_log, out
+from tuner.cli.common import (
+    MAX_BATCH,
+    MAX_JOB_ID,
+    MAX_SEED,
+    MAX_TRIALS,
+    CliError,
+    DbOption,
+    check_output,
+    check_range,
+    err,
+    open_log,
+    out,
+)
 from tuner.cli.output import format_config, format_duration, format_ms, job_document, write_json_atomic
 from tuner.jobs import JobRequest, create_job, run_job
 from tuner.loop import Batch, Outcome
@@ -29,12 +41,15 @@ _REASONS = {
     "exhausted": "every configuration of the space measured",
     "stopped": "stopped",
 }
+#: the options that go with --resume; a resumed job keeps everything else it was created with
+_RESUME_OPTIONS = frozenset({"resume", "out_file", "quiet", "db"})
 
 
 def tune(
+    ctx: typer.Context,
     replay: Annotated[Optional[str], typer.Option("--replay", help="Kernel Tuner cache file (or bundled name) to replay.")] = None,
     op: Annotated[Optional[str], typer.Option("--op", help="Operator to tune on the local GPU: matmul, conv2d, reduction, softmax, transpose, or custom (with --spec).")] = None,
-    resume: Annotated[Optional[int], typer.Option("--resume", help="Resume job JOB where it stopped.")] = None,
+    resume: Annotated[Optional[int], typer.Option("--resume", help="Resume job JOB where it stopped, with its own budget, strategy and seed.")] = None,
     demo: Annotated[bool, typer.Option("--demo", help="Tune fp16 matmul on the local GPU if there is one, else replay the bundled convolution_A4000 recording.")] = False,
     shape: Annotated[Optional[str], typer.Option("--shape", help="Problem shape for --op, e.g. 4096x4096x4096 (matmul MxNxK).")] = None,
     dtype: Annotated[str, typer.Option("--dtype", help="Data type for --op: float32 or float16.")] = "float32",
@@ -42,23 +57,36 @@ def tune(
     device: Annotated[int, typer.Option("--device", help="CUDA device index for --op.")] = 0,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds one measurement may take on the GPU before its worker is killed.")] = 30.0,
     strategy: Annotated[str, typer.Option("--strategy", "-s", help="Search strategy (see `ktune strategies`).")] = strategies.DEFAULT,
-    budget: Annotated[Optional[int], typer.Option("--budget", "-n", help="Maximum number of measurements.")] = None,
+    budget: Annotated[Optional[int], typer.Option("--budget", "-n", help=f"Maximum number of measurements (1..{MAX_TRIALS}).")] = None,
     time_budget: Annotated[Optional[float], typer.Option("--time-budget", help="Maximum tuning time in seconds (replayed GPU time for recordings).")] = None,
     target: Annotated[Optional[float], typer.Option("--target", help="Stop once a config runs in this many ms.")] = None,
-    patience: Annotated[Optional[int], typer.Option("--patience", help="Stop after this many measurements without improvement.")] = None,
-    seed: Annotated[Optional[int], typer.Option("--seed", help="Random seed: the same seed gives the same sequence.")] = None,
-    batch: Annotated[int, typer.Option("--batch", "-b", help="Configurations measured per batch.")] = 1,
+    patience: Annotated[Optional[int], typer.Option("--patience", help=f"Stop after this many measurements without improvement (1..{MAX_TRIALS}).")] = None,
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Random seed, 0..2**31-1: the same seed gives the same sequence.")] = None,
+    batch: Annotated[int, typer.Option("--batch", "-b", help=f"Configurations measured per batch (1..{MAX_BATCH}).")] = 1,
     spec: Annotated[Optional[Path], typer.Option("--spec", help="T1 spec whose constraints define the space to search.")] = None,
     constraint: Annotated[Optional[list[str]], typer.Option("--constraint", "-c", help="Extra constraint, e.g. 'block_size_x*block_size_y <= 512' (repeatable).")] = None,
     replay_speed: Annotated[Optional[float], typer.Option("--replay-speed", help="Spend the recorded GPU time in real time, this many times faster (to watch a job live).")] = None,
-    out_file: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the job and its trials as JSON.")] = None,
+    out_file: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the job and its trials as JSON (mode 0644; missing directories are created).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     db: DbOption = None,
 ) -> None:
     """Tune a recorded space (--replay) or an operator on the local GPU (--op), or resume a job."""
     if sum(x is not None for x in (replay, op, resume)) + demo != 1:
         raise CliError("give exactly one of --replay FILE, --op OPERATOR, --demo or --resume JOB")
+    check_range("--resume", resume, 1, MAX_JOB_ID)
+    check_range("--budget", budget, 1, MAX_TRIALS)
+    check_range("--patience", patience, 1, MAX_TRIALS)
+    check_range("--seed", seed, 0, MAX_SEED)
+    check_range("--batch", batch, 1, MAX_BATCH)
+    if out_file is not None:
+        out_file = check_output("--out", out_file)
     if resume is not None:
+        ignored = [p.opts[0] for p in ctx.command.params if p.name not in _RESUME_OPTIONS and _given(ctx, p.name)]
+        if ignored:
+            raise CliError(
+                f"{', '.join(ignored)} cannot go with --resume: job {resume} keeps the budget, strategy, "
+                "seed and space it was created with"
+            )
         tlog = open_log(db)
         with tlog:
             job = tlog.get_job(resume)
@@ -94,6 +122,12 @@ def tune(
     with tlog:
         job = create_job(tlog, request, state="running")
         _run(tlog, job.id, source, budget, out_file, quiet)
+
+
+def _given(ctx: typer.Context, name: str | None) -> bool:
+    """Whether the option ``name`` was on the command line (not its default)."""
+    source = ctx.get_parameter_source(name) if name else None
+    return source is not None and source.name == "COMMANDLINE"  # typer may vendor click's enum
 
 
 def _demo_source(timeout: float, quiet: bool) -> Source:
@@ -141,12 +175,16 @@ def _run(tlog: TuningLog, job_id: int, source: Source, total: int | None, out_fi
         with progress:
             outcome = run_job(tlog, job_id, source=source, on_batch=[show])
     except KeyboardInterrupt:
-        _write_out(tlog, job_id, out_file, optimum_ms)
-        raise CliError(f"interrupted: job {job_id} keeps its trials; continue with `ktune tune --resume {job_id}`", 130) from None
+        message = f"interrupted: job {job_id} keeps its trials; continue with `ktune tune --resume {job_id}`"
+        try:
+            _write_out(tlog, job_id, out_file, optimum_ms)
+        except CliError as exc:
+            message += f"; {exc}"
+        raise CliError(message, 130) from None
     job, trials = tlog.get_job(job_id), tlog.job_trials(job_id)  # read once for the file and the summary
     assert job is not None
     if out_file is not None:
-        write_json_atomic(out_file, job_document(job, trials, optimum_ms))
+        _save(out_file, job_document(job, trials, optimum_ms), job_id)
     _summary(tlog, job, outcome, optimum_ms, out_file, trials)
 
 
@@ -155,7 +193,18 @@ def _write_out(tlog: TuningLog, job_id: int, out_file: Path | None, optimum_ms: 
         return
     job = tlog.get_job(job_id)
     assert job is not None
-    write_json_atomic(out_file, job_document(job, tlog.job_trials(job_id), optimum_ms))
+    _save(out_file, job_document(job, tlog.job_trials(job_id), optimum_ms), job_id)
+
+
+def _save(out_file: Path, document: dict[str, Any], job_id: int) -> None:
+    """Write the --out file; a failure is one line that says where the trials are."""
+    try:
+        write_json_atomic(out_file, document)
+    except OSError as exc:
+        raise CliError(
+            f"cannot write --out {out_file}: {exc.strerror or exc}; "
+            f"job {job_id}'s trials are in the tuning log (`ktune trials {job_id}`)"
+        ) from None
 
 
 def _summary(

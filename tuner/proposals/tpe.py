@@ -81,7 +81,8 @@ class TPESource:
             return np.empty(0, dtype=np.int64)
         self._calls += 1
         sampler = optuna.samplers.TPESampler(
-            seed=self.seed * 7919 + self._calls, multivariate=True, n_startup_trials=5
+            # Optuna takes seeds below 2**32; the same as before for seeds up to 542,357
+            seed=(self.seed * 7919 + self._calls) % 2**32, multivariate=True, n_startup_trials=5
         )
         study = optuna.create_study(direction="minimize", sampler=sampler)
         trials = self._trials(measured)
