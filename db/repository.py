@@ -285,12 +285,15 @@ class TuningLog:
             rows = conn.execute(query).all()
         return [to_job(row) for row in rows]
 
-    def set_job_state(self, job_id: int, state: str, error: str = "") -> JobRecord:
+    def set_job_state(
+        self, job_id: int, state: str, error: str = "", holder: str | None = None
+    ) -> JobRecord:
         """Move a job to ``state`` and record ``error`` (cleared when empty).
 
         Entering ``running`` sets started_at (the first start is kept when a job is resumed)
-        and clears finished_at; entering done/failed/cancelled sets finished_at.
-        Raises LookupError for an unknown job.
+        and clears finished_at, and records ``holder`` (the process running a job that has no
+        lease, see ``tuner.holder``) when given; entering done/failed/cancelled sets
+        finished_at. Raises LookupError for an unknown job.
         """
         check_state(state)
         now = utcnow()
@@ -301,6 +304,8 @@ class TuningLog:
                 finished_at=None,
                 heartbeat_at=now,
             )
+            if holder is not None:
+                values.update(claimed_by=holder, lease_until=None)
         elif state == "queued":
             values.update(finished_at=None)
         else:

@@ -15,9 +15,12 @@ from db import JobRecord, JobSpec, TrialIn, TuningLog
 from tuner import strategies
 from tuner.budget import Budget
 from tuner.context import search_context
-from tuner.loop import Batch, Outcome, Tuner
+from tuner.holder import live_holder
+from tuner.loop import Batch, Outcome, Tuner, TunerState
+from tuner.measure.base import Backend
 from tuner.resume import restore
 from tuner.sources import Source, SourceError, open_source
+from tuner.strategies.base import Strategy
 
 __all__ = ["JobError", "JobRequest", "create_job", "run_job", "budget_of", "toolchain"]
 
@@ -105,24 +108,12 @@ def create_job(tlog: TuningLog, request: JobRequest, *, state: str = "queued") -
     return tlog.create_job(job_spec, state=state)
 
 
-def run_job(
-    tlog: TuningLog,
-    job_id: int,
-    *,
-    source: Source | None = None,
-    on_batch: Sequence[Callable[[Batch], None]] = (),
-    should_stop: Callable[[], bool] | None = None,
-) -> Outcome:
-    """Run (or resume) job ``job_id`` until its budget stops it.
-
-    Ctrl-C marks the job ``cancelled`` and re-raises; any other error marks it ``failed``.
-    Either way its recorded trials stay, and ``run_job`` on it again resumes.
-    """
-    job = tlog.get_job(job_id)
-    if job is None:
-        raise JobError(f"no job {job_id} in the tuning log")
-    if job.state == "done":
-        raise JobError(f"job {job_id} is already done ({job.n_trials} trials)")
+def _prepare(
+    tlog: TuningLog, job: JobRecord, source: Source | None
+) -> tuple[Source, Strategy, TunerState, Backend, dict[str, str]]:
+    """What running ``job`` takes: its source, its strategy restored from its trials (and the
+    loop state), the measurement backend and the toolchain versions its trials record."""
+    job_id = job.id
     if source is None:
         try:
             source = open_source(job.spec.backend, job.spec.options)
@@ -144,6 +135,46 @@ def run_job(
         log.warning("job %d: strategy replay diverged; restored from %d trials instead", job_id, len(trials))
     backend = source.backend()
     versions = {**toolchain(), **_device_versions(source)}
+    return source, strategy, state, backend, versions
+
+
+def run_job(
+    tlog: TuningLog,
+    job_id: int,
+    *,
+    source: Source | None = None,
+    on_batch: Sequence[Callable[[Batch], None]] = (),
+    should_stop: Callable[[], bool] | None = None,
+    holder: str | None = None,
+) -> Outcome:
+    """Run (or resume) job ``job_id`` until its budget stops it.
+
+    ``holder`` names the process for a job run without a lease (``ktune tune``: see
+    ``tuner.holder``); such a job that a live process is already running is a
+    :class:`JobError`, never a second run beside the first. Ctrl-C marks the job ``cancelled``
+    and re-raises; any other error marks it ``failed``. Either way its recorded trials stay,
+    and ``run_job`` on it again resumes.
+    """
+    job = tlog.get_job(job_id)
+    if job is None:
+        raise JobError(f"no job {job_id} in the tuning log")
+    if job.state == "done":
+        raise JobError(f"job {job_id} is already done ({job.n_trials} trials)")
+    if holder is not None:
+        running = live_holder(job)
+        if running is not None:
+            raise JobError(f"job {job_id} is running ({running}); stop it first or let it finish")
+    try:
+        source, strategy, state, backend, versions = _prepare(tlog, job, source)
+    except BaseException as exc:  # nothing will run the job: it must not stay "running"
+        if (current := tlog.get_job(job_id)) is not None and current.state == "running":
+            interrupted = isinstance(exc, KeyboardInterrupt)
+            tlog.set_job_state(
+                job_id, "cancelled" if interrupted else "failed",
+                error="interrupted" if interrupted else f"{type(exc).__name__}: {exc}",
+            )
+        raise
+    space, spec = source.space, job.spec
 
     def write(batch: Batch) -> None:
         rows = [
@@ -176,7 +207,7 @@ def run_job(
         should_stop=should_stop,
         state=state,
     )
-    tlog.set_job_state(job_id, "running")
+    tlog.set_job_state(job_id, "running", holder=holder)
     try:
         outcome = tuner.run()
     except KeyboardInterrupt:

@@ -26,6 +26,7 @@ from tuner.cli.common import (
     out,
 )
 from tuner.cli.output import format_config, format_duration, format_ms, job_document, write_json_atomic
+from tuner.holder import process_holder
 from tuner.jobs import JobRequest, create_job, run_job
 from tuner.loop import Batch, Outcome
 from tuner.measure.base import BackendError
@@ -173,7 +174,7 @@ def _run(tlog: TuningLog, job_id: int, source: Source, total: int | None, out_fi
 
     try:
         with progress:
-            outcome = run_job(tlog, job_id, source=source, on_batch=[show])
+            outcome = run_job(tlog, job_id, source=source, on_batch=[show], holder=process_holder())
     except KeyboardInterrupt:
         message = f"interrupted: job {job_id} keeps its trials; continue with `ktune tune --resume {job_id}`"
         try:
