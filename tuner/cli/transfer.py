@@ -10,6 +10,7 @@ import typer
 from search_space.formats import load_cache, write_cache
 from search_space.parameters import Parameter
 from tuner.cli.common import CliError, DbOption, check_output, open_log, out
+from tuner.exporting import export_parameters
 from tuner.importing import import_recording
 from tuner.sources import resolve_recording
 
@@ -48,13 +49,14 @@ def export(
             raise CliError(f"no workload {workload!r} in the tuning log")
         if dev is None:
             raise CliError(f"no device {device!r} in the tuning log")
-        if not wl.space or not wl.space.get("parameters"):
-            raise CliError(f"workload {workload!r} has no recorded parameters to export")
         history = tlog.history(wl.id, dev.id)
     if not history:
         raise CliError(f"no trials of {workload!r} on {device!r}")
-    latest = {t.config_key: t for t in history}  # a later measurement of a config wins
-    parameters = [Parameter.from_dict(p) for p in wl.space["parameters"]]
+    stored = [Parameter.from_dict(p) for p in (wl.space or {}).get("parameters", [])]
+    plan = export_parameters(stored, [t.config for t in history])
+    # a later measurement of a config wins
+    latest = {history[i].config_key: history[i] for i in plan.included}
+    parameters = list(plan.parameters)
     try:
         write_cache(
             out_file, device_name=dev.name, kernel_name=wl.operator, problem_size=list(wl.shape),
@@ -63,3 +65,9 @@ def export(
     except OSError as exc:
         raise CliError(f"cannot write --out {out_file}: {exc.strerror or exc}") from None
     out.print(f"wrote {len(latest)} records of {workload} on {device} to {out_file}")
+    if plan.left_out:
+        names = ", ".join(p.name for p in parameters)
+        out.print(
+            f"note: {plan.left_out} trials of an earlier version of this space (other parameters than "
+            f"{names}) are not in the file: a cache file holds one parameter set"
+        )
