@@ -9,9 +9,13 @@ closures; user text is never passed to ``eval``/``exec``. Allowed:
 * ``x in [...]`` / ``x not in (...)`` with a list, tuple or set display on the right;
 * ``min(...)``, ``max(...)`` (several arguments or one display) and ``abs(x)``.
 
-Semantics follow Python on each row (integer arithmetic is int64). A row whose evaluation
-would raise ``ZeroDivisionError`` (or produce a complex number) does not satisfy the
-constraint; ``and``/``or``/``if`` short-circuit per row as Python does.
+Semantics follow Python on each row. Integer arithmetic is exact, as in Python: it runs in
+int64 where no row can leave the int64 range (a cheap bound on the operands' magnitudes) and
+in Python ints otherwise, so it never wraps around. A row whose evaluation would raise
+``ZeroDivisionError`` (or produce a complex number) does not satisfy the constraint;
+``and``/``or``/``if`` short-circuit per row as Python does. An int too large for a float
+where a float is needed (Python's ``OverflowError``), or an int power of over ~1024 bits, is a
+:class:`ConstraintError` naming the expression.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ _Result = tuple[Any, Any]
 _Fn = Callable[[Mapping[str, np.ndarray]], _Result]
 
 _INT64_MAX = 2**63 - 1
+_INT64_MIN = -(2**63)
+_EXACT_FLOAT = 2**53  # ints up to this magnitude convert to float64 exactly
 _FUNCTIONS = ("min", "max", "abs")
 _ARITH: dict[type[ast.operator], Callable[..., Any]] = {
     ast.Add: np.add,
@@ -120,7 +126,13 @@ class Constraint:
                 f"constraint {self.expression!r}: no column for {sorted(missing)}"
             )
         with np.errstate(all="ignore"):
-            value, err = self._fn(columns)
+            try:
+                value, err = self._fn(columns)
+            except OverflowError:  # raised by Python itself, or by _power for a huge result
+                raise ConstraintError(
+                    f"constraint {self.expression!r}: a value is too large to compute"
+                    " (beyond the float range, about 1.8e308)"
+                ) from None
             ok = _truth(value)
             if err is not None:
                 ok = ok & ~err
@@ -177,9 +189,17 @@ def _only_where(err: Any, where: Any) -> Any:
 
 
 def _is_text(value: Any) -> bool:
-    return isinstance(value, str) or (
-        isinstance(value, (np.ndarray, np.generic)) and value.dtype.kind in "USO"
-    )
+    if isinstance(value, str):
+        return True
+    if not isinstance(value, (np.ndarray, np.generic)):
+        return False
+    kind = value.dtype.kind
+    return kind in "US" or (kind == "O" and not _numeric_objects(np.asarray(value)))
+
+
+def _numeric_objects(arr: np.ndarray) -> bool:
+    """Whether the object array ``arr`` holds only numbers (ints beyond int64, mostly)."""
+    return all(isinstance(x, (int, float, np.number, np.bool_)) for x in arr.flat)
 
 
 def _truth(value: Any) -> Any:
@@ -295,7 +315,7 @@ class _Compiler:
 
             def arith(env: Mapping[str, np.ndarray]) -> _Result:
                 (a, ea), (b, eb) = left(env), right(env)
-                return ufunc(_number(a, fail), _number(b, fail)), _or(ea, eb)
+                return _arith(ufunc, _number(a, fail), _number(b, fail)), _or(ea, eb)
 
             return arith
         if op in _DIVISIONS:
@@ -305,7 +325,7 @@ class _Compiler:
                 (a, ea), (b, eb) = left(env), right(env)
                 a, b = _number(a, fail), _number(b, fail)
                 zero = np.asarray(b == 0)
-                return ufunc(a, b), _or(_or(ea, eb), zero if zero.any() else None)
+                return _divide(ufunc, a, b, zero), _or(_or(ea, eb), zero if zero.any() else None)
 
             return divide
         if op is ast.Pow:
@@ -323,7 +343,7 @@ class _Compiler:
         if op is ast.Not:
             return lambda env: _map(inner(env), lambda v: ~_truth(v))
         if op is ast.USub:
-            return lambda env: _map(inner(env), lambda v: np.negative(_number(v, fail)))
+            return lambda env: _map(inner(env), lambda v: _unary(np.negative, _number(v, fail)))
         if op is ast.UAdd:
             return lambda env: _map(inner(env), lambda v: _number(v, fail))
         raise self.fail(f"operator {self._operator(node.op)!r} is not allowed")
@@ -417,7 +437,7 @@ class _Compiler:
             if len(args) != 1:
                 raise self.fail("abs() takes exactly one argument")
             inner, fail = self.visit(args[0]), self.fail
-            return lambda env: _map(inner(env), lambda v: np.abs(_number(v, fail)))
+            return lambda env: _map(inner(env), lambda v: _unary(np.abs, _number(v, fail)))
         if len(args) == 1 and isinstance(args[0], (ast.List, ast.Tuple, ast.Set)):
             args = list(args[0].elts)
         elif len(args) == 1:
@@ -433,7 +453,7 @@ class _Compiler:
             value = _number(value, fail)
             for part in parts[1:]:
                 v, e = part(env)
-                value, err = ufunc(value, _number(v, fail)), _or(err, e)
+                value, err = _compact(ufunc(value, _number(v, fail))), _or(err, e)
             return value, err
 
         return reduce
@@ -444,26 +464,107 @@ def _map(result: _Result, fn: Callable[[Any], Any]) -> _Result:
 
 
 def _number(value: Any, fail: Callable[[str], ConstraintError]) -> Any:
-    """``value`` as a numeric array; bools become ints as in Python arithmetic."""
+    """``value`` as a numeric array: int64, float, or Python ints where they exceed int64.
+
+    Bools become ints as in Python arithmetic; narrower ints widen to int64.
+    """
     arr = np.asarray(value)
-    if arr.dtype == bool:
+    kind = arr.dtype.kind
+    if kind == "f" or arr.dtype == np.int64:
+        return arr
+    if kind == "u" and arr.dtype.itemsize == 8:  # uint64 may exceed int64
+        return _compact(arr.astype(object))
+    if kind in "biu":
         return arr.astype(np.int64)
-    if arr.dtype.kind not in "iuf":
-        raise fail("arithmetic needs numbers, got text")
-    return arr
+    if kind == "O" and _numeric_objects(arr):
+        return _compact(arr)
+    raise fail("arithmetic needs numbers, got text")
+
+
+def _compact(arr: Any) -> Any:
+    """A numeric result as int64 or float64 where that loses nothing; ints beyond int64 stay
+    an object array of Python ints. Any float makes the whole array float, as Python's
+    arithmetic would (OverflowError for an int beyond the float range)."""
+    if not isinstance(arr, np.ndarray) or arr.dtype != object:
+        return arr
+    items = arr.ravel().tolist()
+    if any(isinstance(x, (float, np.floating)) for x in items):
+        return arr.astype(np.float64)
+    ints = [int(x) for x in items]  # numpy ints in an object array would wrap around
+    if _INT64_MIN <= min(ints, default=0) and max(ints, default=0) <= _INT64_MAX:
+        return np.array(ints, dtype=np.int64).reshape(arr.shape)
+    return np.array(ints, dtype=object).reshape(arr.shape)
+
+
+def _magnitude(x: np.ndarray) -> int:
+    """The largest absolute value in the int64 array ``x`` (0 when empty), as a Python int."""
+    if x.size == 0:
+        return 0
+    return max(-int(x.min()), int(x.max()))
+
+
+def _floats(x: np.ndarray) -> np.ndarray:
+    """``x`` as floats, as Python converts an int for mixed arithmetic (OverflowError if huge)."""
+    return x if x.dtype.kind == "f" else x.astype(np.float64)
+
+
+def _exact(ufunc: Callable[..., Any], *args: np.ndarray) -> Any:
+    """``ufunc`` over Python ints: exact at any size."""
+    return _compact(ufunc(*(a.astype(object) for a in args)))
+
+
+def _arith(ufunc: Callable[..., Any], a: np.ndarray, b: np.ndarray) -> Any:
+    """``a + b``, ``a - b`` or ``a * b``: in int64 when the operands' magnitudes bound the
+    result within int64 (the common case: two reductions more), else in Python ints."""
+    if a.dtype.kind == "f" or b.dtype.kind == "f":
+        return ufunc(_floats(a), _floats(b))
+    if a.dtype != object and b.dtype != object:
+        ma, mb = _magnitude(a), _magnitude(b)
+        if (ma * mb if ufunc is np.multiply else ma + mb) <= _INT64_MAX:
+            return ufunc(a, b)
+    return _exact(ufunc, a, b)
+
+
+def _divide(ufunc: Callable[..., Any], a: np.ndarray, b: np.ndarray, zero: np.ndarray) -> Any:
+    """``a / b``, ``a // b`` or ``a % b``; rows in ``zero`` get any value (they are errors).
+
+    In int64 only ``INT64_MIN // -1`` overflows, and ``/`` is correctly rounded only while
+    both ints convert to float exactly; Python ints take over beyond that.
+    """
+    if a.dtype.kind == "f" or b.dtype.kind == "f":
+        return ufunc(_floats(a), _floats(b))
+    if a.dtype != object and b.dtype != object:
+        limit = _EXACT_FLOAT if ufunc is np.true_divide else _INT64_MAX
+        if _magnitude(a) <= limit and _magnitude(b) <= limit:
+            return ufunc(a, b)
+    return _exact(ufunc, a, np.where(zero, 1, b))  # Python ints raise on a zero divisor
+
+
+def _unary(ufunc: Callable[..., Any], x: np.ndarray) -> Any:
+    """``-x`` or ``abs(x)``; only ``INT64_MIN`` leaves int64."""
+    if x.dtype == object or (x.dtype.kind == "i" and _magnitude(x) > _INT64_MAX):
+        return _exact(ufunc, x)
+    return ufunc(x)
 
 
 def _power(a: np.ndarray, b: np.ndarray) -> _Result:
-    """``a ** b`` as Python computes it, falling back to float where int64 would overflow."""
+    """``a ** b`` as Python computes it: exact ints (int64 while they fit), floats for float
+    operands or a negative exponent; OverflowError when an int result has over ~1024 bits."""
     err = np.asarray((a == 0) & (b < 0))  # ZeroDivisionError in Python
     if a.dtype.kind == "f" or b.dtype.kind == "f":
+        a, b = _floats(a), _floats(b)
         err = err | ((a < 0) & (np.floor(b) != b))  # Python gives a complex number
-    ints = a.dtype.kind in "iu" and b.dtype.kind in "iu"
-    as_float = np.power(a.astype(np.float64), b.astype(np.float64))
-    if ints and not np.any(b < 0) and not np.any(np.abs(as_float) > _INT64_MAX):
         value = np.power(a, b)
+    elif np.any(b < 0):  # Python gives a float for a negative exponent
+        value = np.power(_floats(a), _floats(b))
     else:
-        value = as_float
+        estimate = np.abs(np.power(_floats(a), _floats(b)))
+        if not np.all(np.isfinite(estimate)):
+            raise OverflowError("integer power too large")
+        if a.dtype != object and b.dtype != object and np.all(estimate < 2.0**62):
+            value = np.power(a, b)
+        else:
+            value = _exact(np.power, a, b)
     return value, (err if err.any() else None)
 
 

@@ -28,12 +28,12 @@ class Workload:
     layout: str = ""
 
     def __post_init__(self) -> None:
-        if not _NAME.match(self.operator):
+        if not _NAME.fullmatch(self.operator):
             raise WorkloadError(f"operator name {self.operator!r} is not a valid name")
         if not self.shape or any((not isinstance(d, int)) or d <= 0 for d in self.shape):
             raise WorkloadError(f"shape {self.shape!r} must be a non-empty tuple of positive ints")
         for label, text in (("dtype", self.dtype), ("layout", self.layout)):
-            if text and not _NAME.match(text):
+            if text and not _NAME.fullmatch(text):
                 raise WorkloadError(f"{label} {text!r} is not a valid name")
 
     @property

@@ -3,6 +3,7 @@
 A client names a recording (``convolution_A4000``); it never gives a path. Names map to
 files only through this catalog, so a request cannot make the server read any other file.
 Loaded recordings are cached, for the whole process, by path, size and modification time.
+Every method reports a file that cannot be used as a :class:`FormatError`.
 """
 
 from __future__ import annotations
@@ -52,7 +53,12 @@ class RecordingCatalog:
             for name, path in bundled_recordings().items()
         }
         if self._directory is not None:
-            for path in sorted(self._directory.iterdir()):
+            try:
+                paths = sorted(self._directory.iterdir())
+            except OSError as exc:  # removed or made unreadable since the server started
+                log.warning("recordings directory %s cannot be listed: %s", self._directory, exc)
+                paths = []
+            for path in paths:
                 name = _stem(path.name)
                 if name is None or not path.is_file():
                     continue
@@ -101,12 +107,28 @@ class RecordingCatalog:
             cached = _cache.get(key)
         if cached is not None:
             return cached
-        recording = load_cache(path)  # outside the lock: loading takes a while
+        recording = _read(path)  # outside the lock: loading takes a while
         with _cache_lock:
             for old in [k for k in _cache if k[0] == path]:
                 del _cache[old]  # an older version of the same file
             _cache[key] = recording
         return recording
+
+
+def _read(path: Path) -> RecordedSpace:
+    """The recording at ``path``; :class:`FormatError` when it cannot be used.
+
+    The reader reports every problem of a file as a :class:`FormatError`; anything else it
+    raises is a bug of ours, logged with its traceback, but still a broken file to the client
+    rather than a server error.
+    """
+    try:
+        return load_cache(path)
+    except FormatError:
+        raise
+    except (ValueError, ArithmeticError, RecursionError, MemoryError) as exc:
+        log.exception("recording %s: unexpected error of the reader", path)
+        raise FormatError(f"{path}: cannot be read ({type(exc).__name__})") from None
 
 
 def _stem(filename: str) -> str | None:

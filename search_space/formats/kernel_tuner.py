@@ -30,7 +30,7 @@ from typing import Any, Protocol
 from search_space.formats.errors import FormatError
 from search_space.parameters import Config, Parameter, ParameterError, Value
 from search_space.space import SearchSpace
-from search_space.workload import Workload
+from search_space.workload import Workload, WorkloadError
 
 __all__ = [
     "FAILURE_BY_STATUS",
@@ -60,6 +60,7 @@ _HEADER = ("device_name", "kernel_name", "problem_size", "tune_params_keys", "tu
 _GZIP_MAGIC = b"\x1f\x8b"
 _MISSING: Any = object()
 _NUMBER_TYPES = {int, float}
+_TOO_MANY_DIGITS = "not a Kernel Tuner cache: an integer has too many digits"
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +142,13 @@ def _error(path: Path, problem: str) -> FormatError:
 def load_cache(path: str | Path) -> RecordedSpace:
     """Read a Kernel Tuner cache file (plain or gzip, closed or not)."""
     path = Path(path)
+    try:
+        return _load(path)
+    except RecursionError:  # JSON nested deeper than Python's recursion limit
+        raise _error(path, "not a Kernel Tuner cache: the JSON is nested too deeply") from None
+
+
+def _load(path: Path) -> RecordedSpace:
     raw, digest = _read_bytes(path)
     data = _parse_json(path, raw)
     missing = [f for f in _HEADER if f not in data]
@@ -149,6 +157,9 @@ def load_cache(path: str | Path) -> RecordedSpace:
     for field in ("device_name", "kernel_name"):
         if not isinstance(data[field], str):
             raise _error(path, f"{field} must be a string")
+    problem_size = _problem_size(path, data["problem_size"])
+    _check_kernel_name(path, data["kernel_name"], problem_size)
+    objective = _objective(path, data.get("objective", "time"))
     parameters = _parameters(path, data["tune_params_keys"], data["tune_params"])
     records = _records(path, parameters, data["cache"])
     valid = [r.config for r in records.values() if r.status != "invalid"]
@@ -168,8 +179,8 @@ def load_cache(path: str | Path) -> RecordedSpace:
         digest=digest,
         device_name=device_name,
         kernel_name=data["kernel_name"],
-        problem_size=_problem_size(path, data["problem_size"]),
-        objective=_objective(path, data.get("objective", "time")),
+        problem_size=problem_size,
+        objective=objective,
         parameters=parameters,
         records=MappingProxyType(records),
         space=space,
@@ -214,6 +225,10 @@ def _parse_json(path: Path, raw: bytes) -> dict[str, Any]:
             raise _error(
                 path, f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
             ) from None
+        except ValueError:
+            raise _error(path, _TOO_MANY_DIGITS) from None
+    except ValueError:  # not a JSONDecodeError: an int over Python's int_max_str_digits
+        raise _error(path, _TOO_MANY_DIGITS) from None
     if not isinstance(data, dict):
         raise _error(path, "not a Kernel Tuner cache: the top level is not a JSON object")
     return data
@@ -230,6 +245,14 @@ def _problem_size(path: Path, size: Any) -> tuple[int, ...]:
     if not dims or any(type(d) is not int or d <= 0 for d in dims):
         raise _error(path, f"problem_size {size!r} is not a positive int or a list of them")
     return tuple(dims)
+
+
+def _check_kernel_name(path: Path, kernel_name: str, problem_size: tuple[int, ...]) -> None:
+    """The kernel is the operator of the recording's workload: its name must be a valid one."""
+    try:
+        Workload(operator=kernel_name, shape=problem_size)
+    except WorkloadError as exc:
+        raise _error(path, f"kernel_name {kernel_name!r} cannot name a workload: {exc}") from None
 
 
 def _objective(path: Path, objective: Any) -> str:
@@ -249,9 +272,15 @@ def _parameters(path: Path, keys: Any, tune_params: Any) -> tuple[Parameter, ...
     if len(set(keys)) != len(keys) or set(keys) != set(tune_params):
         raise _error(path, f"tune_params_keys {keys} do not match tune_params {list(tune_params)}")
     try:
-        return tuple(Parameter.of(k, tune_params[k]) for k in keys)
-    except (ParameterError, TypeError) as exc:
+        parameters = tuple(Parameter.of(k, tune_params[k]) for k in keys)
+    except (ParameterError, TypeError, OverflowError) as exc:  # overflow: [1.5, 10**400]
         raise _error(path, f"bad tune_params: {exc}") from None
+    for p in parameters:
+        for value in p.values:
+            if isinstance(value, float) and not math.isfinite(value):
+                # NaN equals nothing (its config could never be found) and neither has a C literal
+                raise _error(path, f"tune_params {p.name}: value {value!r} is not a finite number")
+    return parameters
 
 
 def _value_tables(parameters: Sequence[Parameter]) -> list[dict[Value, Value]]:
@@ -326,26 +355,59 @@ def _status_and_time(path: Path, key: str, entry: dict[str, Any]) -> tuple[str, 
         raise _error(path, f"record {key!r} has no time")
     if not _is_number(time):
         raise _error(path, f"record {key!r}: time {time!r} is neither a number nor a known failure")
-    if not (0 <= time < math.inf):  # also false for NaN
-        raise _error(path, f"record {key!r}: time {time!r} is not a finite non-negative number")
-    return "ok", float(time)
+    value = _finite_float(time)
+    if value is None or value < 0:
+        raise _error(
+            path, f"record {key!r}: time {_shown(time)} is not a finite non-negative number"
+        )
+    return "ok", value
 
 
 def _times(path: Path, key: str, times: Any) -> tuple[float, ...]:
     # set(map(type, ...)) runs at C speed: this is the hot loop of loading a large file.
     if not isinstance(times, list) or not set(map(type, times)) <= _NUMBER_TYPES:
         raise _error(path, f"record {key!r}: times must be a list of numbers")
-    out = tuple(map(float, times))
-    if out and not (math.isfinite(math.fsum(out)) and min(out) >= 0):
-        raise _error(path, f"record {key!r}: times must be finite and non-negative")
-    return out
+    try:
+        out = tuple(map(float, times))
+    except OverflowError:  # an int beyond the float range
+        raise _error(path, f"record {key!r}: times must be finite and non-negative") from None
+    if not out:
+        return out
+    # With no negative time, a finite sum means every time is finite (inf and NaN propagate):
+    # two C-speed passes. fsum raises on inf - inf (ruled out first) and on overflow.
+    problem = "times must be finite and non-negative"
+    if min(out) >= 0:
+        try:
+            if math.isfinite(math.fsum(out)):
+                return out
+        except OverflowError:
+            problem = "times are too large (their sum overflows)"
+    raise _error(path, f"record {key!r}: {problem}")
 
 
 def _millis(path: Path, key: str, entry: dict[str, Any], field: str) -> float:
     value = entry.get(field, 0.0)
-    if not _is_number(value) or not (0 <= value < math.inf):
-        raise _error(path, f"record {key!r}: {field} {value!r} is not a finite non-negative number")
-    return float(value)
+    millis = _finite_float(value) if _is_number(value) else None
+    if millis is None or millis < 0:
+        raise _error(
+            path, f"record {key!r}: {field} {_shown(value)} is not a finite non-negative number"
+        )
+    return millis
+
+
+def _shown(value: Any, limit: int = 40) -> str:
+    """``repr(value)``, shortened to about ``limit`` characters (an int may have thousands)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
+
+
+def _finite_float(x: float) -> float | None:
+    """``x`` as a float, or ``None`` when it is not finite (NaN, infinite, an int too large)."""
+    try:
+        value = float(x)
+    except OverflowError:
+        return None
+    return value if math.isfinite(value) else None
 
 
 # ---------------------------------------------------------------------------- export

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,13 +50,21 @@ def load_t1(path: str | Path) -> T1Spec:
         raise FormatError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as e:
         raise FormatError(f"{path}: cannot be read ({type(e).__name__})") from None
+    too_deep = FormatError(f"{path}: not a T1 spec (the JSON is nested too deeply)")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise FormatError(
             f"{path}: not JSON ({e.msg} at line {e.lineno}, column {e.colno})"
         ) from None
-    return spec_from_dict(data, source=str(path))
+    except RecursionError:  # JSON nested deeper than Python's recursion limit
+        raise too_deep from None
+    except ValueError:  # not a JSONDecodeError: an int over Python's int_max_str_digits
+        raise FormatError(f"{path}: not a T1 spec (an integer has too many digits)") from None
+    try:
+        return spec_from_dict(data, source=str(path))
+    except RecursionError:  # a value that parsed just below the limit, then went deeper
+        raise too_deep from None
 
 
 def spec_from_dict(data: Any, *, source: str = "<T1 spec>") -> T1Spec:
@@ -123,11 +132,22 @@ def _parameter(entry: Any, i: int, fail: Any) -> Parameter:
     if any(not isinstance(v, allowed) or (isinstance(v, bool) and kind != "bool") for v in values):
         raise fail(f"parameter {name!r}: Values {text!r} are not all of Type {kind}")
     if kind == "float":
-        values = [float(v) for v in values]
+        values = [_finite_float(v) for v in values]
+        if None in values:  # a NaN equals nothing, and neither it nor inf has a C literal
+            raise fail(f"parameter {name!r}: Values {text!r} are not all finite numbers")
     try:
         return Parameter.of(name, values, entry.get("Default"))
     except ParameterError as e:
         raise fail(f"parameter {name!r}: {e}") from None
+
+
+def _finite_float(value: float) -> float | None:
+    """``value`` as a float, or ``None`` for NaN, infinities and ints beyond the float range."""
+    try:
+        x = float(value)
+    except OverflowError:
+        return None
+    return x if math.isfinite(x) else None
 
 
 def _section(data: dict[str, Any], key: str) -> dict[str, Any]:

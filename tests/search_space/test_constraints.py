@@ -132,7 +132,7 @@ def test_division_by_zero_in_an_unevaluated_branch_is_harmless():
     ]
 
 
-def test_power_overflow_falls_back_to_float():
+def test_power_overflow_is_exact():
     c = parse_constraint("a ** 40 > 10 ** 30", ["a"])
     assert c.evaluate({"a": np.array([10, 2, -10])}).tolist() == [True, False, True]
     assert parse_constraint("a ** -1 == 0.5", ["a"]).evaluate({"a": np.array([2, 4])}).tolist() == [
@@ -140,6 +140,108 @@ def test_power_overflow_falls_back_to_float():
         False,
     ]
     assert not parse_constraint("a ** 0.5 > 0", ["a"]).holds({"a": -4.0})  # complex in Python
+
+
+# int64 extremes, values near 2**53 and 2**62, and small ones: sums and products of these
+# leave int64, which must never wrap around (it used to, silently)
+BIG = [
+    -(2**63) + 1,
+    -(2**62),
+    -3 * 2**40,
+    -5,
+    -1,
+    0,
+    1,
+    2,
+    7,
+    3 * 2**31,
+    2**53 + 1,
+    2**62 + 12345,
+    2**63 - 1,
+]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_expressions_on_big_ints_match_python(seed, make_expression, oracle):
+    rng = random.Random(seed)
+    rows = rng.sample(list(itertools.product(BIG, repeat=len(NAMES))), 400)
+    columns = {n: np.array([r[i] for r in rows], dtype=np.int64) for i, n in enumerate(NAMES)}
+    checked = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no numpy overflow warnings either
+        while checked < 60:
+            expression = make_expression(rng, NAMES)
+            if re.search(r"(?<!/)/(?!/)", expression):
+                continue  # true division gives floats, whose comparison with big ints is inexact
+            check_against_python(expression, columns, oracle)
+            checked += 1
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "a * 2**62 > 0",
+        "a + 2**62 + 2**62 > 0",
+        "-2**62 - 2**62 - a < 0",
+        "a * 2**62 * 2**62 // 2**62 // 2**62 == a",  # back into int64, exactly
+        "a * 2**62 + 1 > a * 2**62",  # exact, where float64 would round the 1 away
+        "(a * 2**62) % 3 == (a * (2**62 % 3)) % 3",
+        "a ** 40 > 2**62 and a ** 40 % 2 == a % 2",
+        "abs(-a * 2**62) == a * 2**62",
+        "max(a * 2**62, 1) > min(-a * 2**62, 0)",
+        "(a * 2**62 if a > 2 else a) > 0",
+        "a * 2**62 in [2**62, 2**63, 2**64]",
+    ],
+)
+def test_int_overflow_is_exact_not_wrapped(expression, oracle):
+    columns = {"a": np.array([1, 2, 3, 4, 5, 1024], dtype=np.int64)}
+    check_against_python(expression, columns, oracle)
+
+
+def test_overflow_does_not_empty_a_space():
+    from search_space.parameters import Parameter
+    from search_space.space import SearchSpace
+
+    block = Parameter.of("block_size_x", [16, 32, 64, 128])
+    assert len(SearchSpace([block], ["block_size_x * 2**62 > 0"])) == 4
+    assert len(SearchSpace([block], ["block_size_x * 2**62 < 0"])) == 0
+
+
+def test_int64_edges_leave_int64_exactly():
+    lowest = {"a": np.array([-(2**63), 5], dtype=np.int64)}
+    assert parse_constraint("-a > 0", ["a"]).evaluate(lowest).tolist() == [True, False]
+    assert parse_constraint("abs(a) == 2**63", ["a"]).evaluate(lowest).tolist() == [True, False]
+    assert parse_constraint("a // -1 > 0", ["a"]).evaluate(lowest).tolist() == [True, False]
+    # true division is correctly rounded, as Python's int / int, also beyond 2**53
+    c = parse_constraint("a / 3 == q", ["a"], {"q": (2**53 + 1) / 3})
+    assert c.evaluate({"a": np.array([2**53 + 1])}).tolist() == [True]
+
+
+def test_wide_and_narrow_int_columns_are_exact():
+    unsigned = {"a": np.array([2**64 - 1, 1], dtype=np.uint64)}
+    assert parse_constraint("a - 2**63 > 0", ["a"]).evaluate(unsigned).tolist() == [True, False]
+    narrow = {"a": np.array([2**20, -(2**20)], dtype=np.int32)}
+    assert parse_constraint("a * a == 2**40", ["a"]).evaluate(narrow).tolist() == [True, True]
+    huge = {"a": np.array([10**30, 2], dtype=object)}  # what a parameter of huge ints gives
+    assert parse_constraint("a * 2 > 10**30 + 1", ["a"]).evaluate(huge).tolist() == [True, False]
+    assert parse_constraint("a % 7 == 10**30 % 7", ["a"]).evaluate(huge).tolist() == [True, False]
+
+
+@pytest.mark.parametrize(
+    "expression,columns",
+    [
+        ("2 ** a > 0", {"a": np.array([1, 5000])}),  # an int of 5000 bits
+        ("a * 0.5 > 1", {"a": np.array([10**400, 1], dtype=object)}),  # int to float
+        ("a / 3 > 1", {"a": np.array([10**400, 1], dtype=object)}),
+    ],
+)
+def test_values_beyond_floats_are_a_clear_error(expression, columns):
+    with pytest.raises(ConstraintError) as info:
+        parse_constraint(expression, ["a"]).evaluate(columns)
+    assert str(info.value) == (
+        f"constraint {expression!r}: a value is too large to compute"
+        " (beyond the float range, about 1.8e308)"
+    )
 
 
 @pytest.mark.parametrize("dtype", [None, object])

@@ -244,6 +244,31 @@ BAD_CACHES: dict[str, tuple[Mutation, str]] = {
     "string in times": (_record("1,8", "times", [1.0, "x"]), "times"),
     "NaN in times": (_record("1,8", "times", [1.0, float("nan")]), "times"),
     "negative compile time": (_record("1,8", "compile_time", -3), "compile_time"),
+    # Each of these escaped as a RecursionError, OverflowError or plain ValueError, or loaded
+    # and broke later (a 500 of the service, a failing `ktune best -f header`).
+    "times whose sum overflows": (
+        _record("1,8", "times", [1e308, 1e308]),
+        "record '1,8': times are too large (their sum overflows)",
+    ),
+    "inf and -inf in times": (_record("1,8", "times", [float("inf"), -float("inf")]), "times"),
+    "int time beyond floats": (_record("1,8", "time", 10**400), "time 1000"),
+    "int in times beyond floats": (_record("1,8", "times", [10**400]), "times"),
+    "int compile time beyond floats": (_record("1,8", "compile_time", 10**400), "compile_time"),
+    "empty kernel_name": (_set("kernel_name", ""), "kernel_name '' cannot name a workload"),
+    "kernel_name with a slash": (_set("kernel_name", "a/b"), "kernel_name 'a/b'"),
+    "kernel_name ending in a newline": (_set("kernel_name", "k\n"), "kernel_name 'k\\n'"),
+    "NaN parameter value": (
+        lambda d: d["tune_params"].__setitem__("a", [1, float("nan")]),
+        "tune_params a: value nan is not a finite number",
+    ),
+    "float and an int beyond floats": (
+        lambda d: d["tune_params"].__setitem__("b", [8.5, 10**400]),
+        "bad tune_params: int too large to convert to float",
+    ),
+    "infinite parameter value": (
+        lambda d: d["tune_params"].__setitem__("b", [8.0, float("inf")]),
+        "tune_params b: value inf is not a finite number",
+    ),
 }
 
 
@@ -267,6 +292,18 @@ BAD_BYTES: dict[str, tuple[bytes, str]] = {
     "truncated gzip": (gzip.compress(json.dumps(_small_cache()).encode())[:-30], "gzip"),
     "gzip of nothing": (gzip.compress(b""), "empty"),
     "cut in a record": (json.dumps(_small_cache()).encode()[:-60], "not JSON"),
+    "nested 100000 deep": (
+        b'{"device_name": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+        "nested too deeply",
+    ),
+    "int of 5000 digits": (
+        json.dumps(_small_cache()).replace("2.5", "1" * 5000, 1).encode(),
+        "too many digits",
+    ),
+    "open cache with an int of 5000 digits": (
+        _kt_open_layout(_small_cache()).replace("2.5", "1" * 5000, 1).encode(),
+        "too many digits",
+    ),
 }
 
 

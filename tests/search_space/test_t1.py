@@ -153,6 +153,19 @@ BROKEN = [
     ),
     (_broken(lambda d: d["KernelSpecification"].update(ProblemSize="4096")), "ProblemSize"),
     (_broken(lambda d: d["KernelSpecification"].update(CompilerOptions=[1])), "CompilerOptions"),
+    # These escaped as RecursionError or ValueError, or loaded a value with no C literal.
+    ('{"General": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
+    ('{"General": {"BenchmarkName": ' + "1" * 5000 + "}}", "too many digits"),
+    (minimal("[1.5, 1e999]", "float"), "Values '[1.5, 1e999]' are not all finite numbers"),
+    (minimal("[1, " + "9" * 400 + "]", "float"), "are not all finite numbers"),
+    (
+        _broken(
+            lambda d: d["ConfigurationSpace"]["TuningParameters"][0].update(
+                Type="float", Values=[1.0, float("nan")]
+            )
+        ),
+        "are not all finite numbers",
+    ),
 ]
 
 
