@@ -28,6 +28,7 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 from search_space.formats.errors import FormatError
+from search_space.formats.numbers import finite_float
 from search_space.parameters import Config, Parameter, ParameterError, Value
 from search_space.space import SearchSpace
 from search_space.workload import Workload, WorkloadError
@@ -355,7 +356,7 @@ def _status_and_time(path: Path, key: str, entry: dict[str, Any]) -> tuple[str, 
         raise _error(path, f"record {key!r} has no time")
     if not _is_number(time):
         raise _error(path, f"record {key!r}: time {time!r} is neither a number nor a known failure")
-    value = _finite_float(time)
+    value = finite_float(time)
     if value is None or value < 0:
         raise _error(
             path, f"record {key!r}: time {_shown(time)} is not a finite non-negative number"
@@ -387,7 +388,7 @@ def _times(path: Path, key: str, times: Any) -> tuple[float, ...]:
 
 def _millis(path: Path, key: str, entry: dict[str, Any], field: str) -> float:
     value = entry.get(field, 0.0)
-    millis = _finite_float(value) if _is_number(value) else None
+    millis = finite_float(value) if _is_number(value) else None
     if millis is None or millis < 0:
         raise _error(
             path, f"record {key!r}: {field} {_shown(value)} is not a finite non-negative number"
@@ -399,15 +400,6 @@ def _shown(value: Any, limit: int = 40) -> str:
     """``repr(value)``, shortened to about ``limit`` characters (an int may have thousands)."""
     text = repr(value)
     return text if len(text) <= limit else f"{text[: limit - 3]}..."
-
-
-def _finite_float(x: float) -> float | None:
-    """``x`` as a float, or ``None`` when it is not finite (NaN, infinite, an int too large)."""
-    try:
-        value = float(x)
-    except OverflowError:
-        return None
-    return value if math.isfinite(value) else None
 
 
 # ---------------------------------------------------------------------------- export

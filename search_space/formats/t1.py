@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import ast
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from search_space.constraints import ConstraintError
 from search_space.formats.errors import FormatError
+from search_space.formats.numbers import finite_float
 from search_space.parameters import Parameter, ParameterError
 from search_space.space import SearchSpace, SpaceError
 
@@ -132,7 +132,7 @@ def _parameter(entry: Any, i: int, fail: Any) -> Parameter:
     if any(not isinstance(v, allowed) or (isinstance(v, bool) and kind != "bool") for v in values):
         raise fail(f"parameter {name!r}: Values {text!r} are not all of Type {kind}")
     if kind == "float":
-        values = [_finite_float(v) for v in values]
+        values = [finite_float(v) for v in values]
         if None in values:  # a NaN equals nothing, and neither it nor inf has a C literal
             raise fail(f"parameter {name!r}: Values {text!r} are not all finite numbers")
     try:
@@ -140,14 +140,6 @@ def _parameter(entry: Any, i: int, fail: Any) -> Parameter:
     except ParameterError as e:
         raise fail(f"parameter {name!r}: {e}") from None
 
-
-def _finite_float(value: float) -> float | None:
-    """``value`` as a float, or ``None`` for NaN, infinities and ints beyond the float range."""
-    try:
-        x = float(value)
-    except OverflowError:
-        return None
-    return x if math.isfinite(x) else None
 
 
 def _section(data: dict[str, Any], key: str) -> dict[str, Any]:
