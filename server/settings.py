@@ -68,6 +68,16 @@ class Settings(BaseSettings):
                 raise ValueError(f"API token #{i + 1} contains whitespace")
         return tokens
 
+    @field_validator("runner_backends")
+    @classmethod
+    def _known_backends(cls, backends: tuple[str, ...]) -> tuple[str, ...]:
+        from tuner.sources import BACKENDS
+
+        unknown = [b for b in backends if b not in BACKENDS]
+        if unknown:
+            raise ValueError(f"unknown backend(s) {', '.join(map(repr, unknown))} (choose from: {', '.join(BACKENDS)})")
+        return backends
+
     @field_validator("recordings_dir")
     @classmethod
     def _existing_dir(cls, value: Path | None) -> Path | None:

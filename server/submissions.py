@@ -38,6 +38,7 @@ def build_request(body: JobCreate, catalog: RecordingCatalog) -> JobRequest:
     except BudgetError as exc:
         raise FieldError(("budget",), str(exc)) from None
     try:
+        catalog.load(body.space)  # through the catalog: any reader error is a FormatError there
         source = ReplaySource.open(info.path, constraints=body.constraints, speed=body.replay_speed)
     except FormatError as exc:
         raise FieldError(("space",), f"recorded space {body.space!r} cannot be read: {exc}") from None

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from tuner.measure.worker import TimingSettings
 
 __all__ = [
+    "BACKENDS",
     "OperatorSource",
     "ReplaySource",
     "Source",
@@ -308,6 +309,8 @@ _OPENERS: dict[str, Callable[[dict[str, Any]], Source]] = {
     "replay": lambda options: ReplaySource.from_options(options),
     "cupy": lambda options: OperatorSource.from_options(options),
 }
+#: the backends a job may name (``ktune worker --backend``, ``KTUNE_RUNNER_BACKENDS``)
+BACKENDS: tuple[str, ...] = tuple(_OPENERS)
 
 
 def open_source(backend: str, options: dict[str, Any]) -> Source:

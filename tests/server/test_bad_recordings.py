@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 
 import server.recordings
 from search_space.formats import FormatError
+from server import Settings, SettingsError
 from tests.server.conftest import AUTH, make_client
 
 
@@ -132,6 +133,9 @@ def test_an_unexpected_reader_error_is_still_a_broken_file(
     assert listed.status_code == 200 and [j["id"] for j in listed.json()["items"]] == [job_id]
     with pytest.raises(FormatError, match=r"good\.json: cannot be read \(OverflowError\)"):
         dir_client.app.state.catalog.load("good")  # type: ignore[attr-defined]
+    submitted = _job(dir_client, "good")  # a job on it: the field, not a server error
+    assert submitted.status_code == 422 and submitted.json()["detail"][0]["loc"] == ["body", "space"]
+    assert "cannot be read (OverflowError)" in submitted.json()["detail"][0]["msg"]
 
 
 def test_a_recordings_directory_removed_while_serving_leaves_the_bundled_ones(
@@ -144,3 +148,12 @@ def test_a_recordings_directory_removed_while_serving_leaves_the_bundled_ones(
     assert response.status_code == 200
     assert {r["bundled"] for r in response.json()["recordings"]} == {True}
     assert _job(dir_client, "good").status_code == 422
+
+
+def test_an_unknown_runner_backend_fails_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A typo in KTUNE_RUNNER_BACKENDS would make a runner that never claims a job."""
+    monkeypatch.setenv("KTUNE_RUNNER_BACKENDS", "replay, cuda")
+    with pytest.raises(SettingsError, match=r"KTUNE_RUNNER_BACKENDS: unknown backend\(s\) 'cuda' \(choose from: replay, cupy\)"):
+        Settings.load()
+    monkeypatch.setenv("KTUNE_RUNNER_BACKENDS", "replay,cupy")
+    assert Settings.load().runner_backends == ("replay", "cupy")

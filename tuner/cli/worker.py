@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from tuner.cli.common import MAX_CONCURRENCY, CliError, DbOption, check_range, open_log, out
-from tuner.sources import OperatorSource, ReplaySource
+from tuner.sources import BACKENDS
 
 __all__ = ["worker"]
 
@@ -18,7 +18,6 @@ _GRACE_S = 30.0
 # as KTUNE_LEASE_SECONDS and KTUNE_POLL_SECONDS (server/settings.py)
 _MAX_LEASE_S = 3600
 _MAX_POLL_S = 60
-_BACKENDS = (ReplaySource.backend_name, OperatorSource.backend_name)
 
 
 def worker(
@@ -26,7 +25,7 @@ def worker(
     lease: Annotated[float | None, typer.Option("--lease", help=f"Seconds a job stays ours without renewal, up to {_MAX_LEASE_S:g} (default $KTUNE_LEASE_SECONDS or 30).")] = None,
     poll: Annotated[float | None, typer.Option("--poll", help=f"Seconds between looks at the queue when idle, up to {_MAX_POLL_S:g}.")] = None,
     drain: Annotated[bool, typer.Option("--drain", help="Exit once the queue is empty.")] = False,
-    backend: Annotated[list[str] | None, typer.Option("--backend", help=f"Run only jobs of this backend: {' or '.join(_BACKENDS)} (repeatable; default $KTUNE_RUNNER_BACKENDS, else any).")] = None,
+    backend: Annotated[list[str] | None, typer.Option("--backend", help=f"Run only jobs of this backend: {' or '.join(BACKENDS)} (repeatable; default $KTUNE_RUNNER_BACKENDS, else any).")] = None,
     db: DbOption = None,
 ) -> None:
     """Claim queued jobs and run them; several workers may share a PostgreSQL log.
@@ -42,8 +41,8 @@ def worker(
     check_range("--lease", lease, 0, _MAX_LEASE_S, low_open=True)
     check_range("--poll", poll, 0, _MAX_POLL_S, low_open=True)
     for name in backend or ():
-        if name not in _BACKENDS:
-            raise CliError(f"--backend: unknown backend {name!r} (choose from: {', '.join(_BACKENDS)})")
+        if name not in BACKENDS:
+            raise CliError(f"--backend: unknown backend {name!r} (choose from: {', '.join(BACKENDS)})")
     settings = Settings.load(
         database_url=db, lease_seconds=lease, poll_seconds=poll, runner_backends=tuple(backend) if backend else None
     )
