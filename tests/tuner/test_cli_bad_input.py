@@ -384,3 +384,29 @@ def test_revoke_all_takes_every_token_of_the_name(capsys: pytest.CaptureFixture[
         assert sorted((t.name, t.revoked_at is None) for t in tlog.list_tokens()) == [
             ("ci", False), ("ci", False), ("team", True)
         ]
+
+
+# -- values a C header cannot hold ------------------------------------------------------------
+
+
+def test_a_header_of_a_value_beyond_long_long_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, log_url: str
+) -> None:
+    huge = 10**30
+    cache = {f"{a},1": {"a": a, "b": 1, "time": t, "times": [t], "compile_time": 1.0, "benchmark_time": 1.0}
+             for a, t in ((huge, 1.0), (1, 2.0))}
+    path = tmp_path / "huge.json"
+    path.write_text(json.dumps({"device_name": "GPU X", "kernel_name": "kern", "problem_size": [100],
+                                "tune_params_keys": ["a", "b"], "tune_params": {"a": [huge, 1], "b": [1]},
+                                "objective": "time", "cache": cache}))
+    assert ktune(capsys, "import", str(path), "--db", log_url)[0] == 0
+    line = refused(capsys, "best", "--workload", "kern/100/-", "--device", "GPU X", "--format", "header",
+                   "--db", log_url)
+    assert line == f"error: {huge} has no C literal (beyond the range of long long)"
+
+
+def test_the_int64_edges_are_valid_c_literals() -> None:
+    from tuner.cli.lookup_formats import _c_value
+
+    assert _c_value(2**63 - 1) == "9223372036854775807LL"
+    assert _c_value(-(2**63)) == "(-9223372036854775807LL - 1)"

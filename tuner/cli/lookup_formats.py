@@ -199,6 +199,10 @@ def _c_value(value: Any) -> str:
     if isinstance(value, bool):
         return "1" if value else "0"
     if isinstance(value, int):
+        if not -(2**63) <= value < 2**63:
+            raise RenderError(f"{value} has no C literal (beyond the range of long long)")
+        if value == -(2**63):  # 9223372036854775808LL itself is out of range
+            return "(-9223372036854775807LL - 1)"
         return str(value) if -_INT32 - 1 <= value <= _INT32 else f"{value}LL"
     if isinstance(value, float):
         if not math.isfinite(value):
