@@ -21,6 +21,8 @@ from typing import Annotated
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from tuner.bounds import MAX_CONCURRENCY, MAX_LEASE_S, MAX_POLL_S
+
 __all__ = ["MIN_TOKEN_LENGTH", "Settings", "SettingsError"]
 
 MIN_TOKEN_LENGTH = 16
@@ -39,10 +41,10 @@ class Settings(BaseSettings):
     database_url: str | None = None
     api_tokens: Annotated[tuple[SecretStr, ...], NoDecode] = ()
     reads_need_token: bool = False
-    runner_concurrency: int = Field(1, ge=0, le=64)
+    runner_concurrency: int = Field(1, ge=0, le=MAX_CONCURRENCY)
     runner_backends: Annotated[tuple[str, ...], NoDecode] = ()
-    lease_seconds: float = Field(30.0, gt=0, le=3600)
-    poll_seconds: float = Field(1.0, gt=0, le=60)
+    lease_seconds: float = Field(30.0, gt=0, le=MAX_LEASE_S)
+    poll_seconds: float = Field(1.0, gt=0, le=MAX_POLL_S)
     recordings_dir: Path | None = None
     max_body_bytes: int = Field(64 * 1024, ge=1024, le=16 * 1024 * 1024)
 

@@ -12,16 +12,16 @@ from server.errors import ERRORS, invalid
 from server.schemas.jobs import JobCreate, JobOut, JobPage, JobState, TrialPage
 from server.submissions import FieldError, submit
 from server.views import job_out, trial_out
+from tuner.bounds import MAX_JOB_ID
 
 __all__ = ["MAX_JOBS_PAGE", "MAX_TRIALS_PAGE", "router"]
 
 MAX_JOBS_PAGE = 500
 MAX_TRIALS_PAGE = 5000
-_MAX_ID = 2**31 - 1
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
-JobId = Annotated[int, Path(ge=1, le=_MAX_ID, description="Job id.")]
+JobId = Annotated[int, Path(ge=1, le=MAX_JOB_ID, description="Job id.")]
 Filter = Annotated[str | None, Query(min_length=1, max_length=300, pattern=r"^[^\x00]*$")]
 
 
@@ -56,7 +56,7 @@ def list_jobs(
     workload: Filter = None,
     device: Filter = None,
     limit: Annotated[int, Query(ge=1, le=MAX_JOBS_PAGE)] = 50,
-    offset: Annotated[int, Query(ge=0, le=_MAX_ID)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_JOB_ID)] = 0,
 ) -> JobPage:
     rows = tlog.list_jobs(state=state, workload_key=workload, device_name=device, limit=limit + 1, offset=offset)
     more = len(rows) > limit
@@ -100,7 +100,7 @@ def job_trials(
     job_id: JobId,
     _: Reader,
     tlog: LogDep,
-    since: Annotated[int, Query(ge=0, le=_MAX_ID, description="First trial position to return.")] = 0,
+    since: Annotated[int, Query(ge=0, le=MAX_JOB_ID, description="First trial position to return.")] = 0,
     limit: Annotated[int, Query(ge=1, le=MAX_TRIALS_PAGE)] = 1000,
 ) -> TrialPage:
     job = tlog.get_job(job_id)

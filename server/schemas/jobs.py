@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from tuner import strategies
+from tuner.bounds import MAX_BATCH, MAX_SEED, MAX_TRIALS
 
 __all__ = [
     "BudgetIn",
@@ -34,7 +35,7 @@ class _Strict(BaseModel):
 class BudgetIn(_Strict):
     """When the job stops; give ``trials`` or ``seconds`` (or both)."""
 
-    trials: int | None = Field(None, gt=0, le=1_000_000, description="Maximum measurements.")
+    trials: int | None = Field(None, gt=0, le=MAX_TRIALS, description="Maximum measurements.")
     seconds: float | None = Field(
         None, gt=0, le=30 * 86400, allow_inf_nan=False,
         description="Maximum tuning time (replayed GPU time for recordings).",
@@ -43,7 +44,7 @@ class BudgetIn(_Strict):
         None, gt=0, le=1e9, allow_inf_nan=False, description="Stop once a config is this fast."
     )
     patience: int | None = Field(
-        None, gt=0, le=1_000_000, description="Stop after this many measurements without a new best."
+        None, gt=0, le=MAX_TRIALS, description="Stop after this many measurements without a new best."
     )
 
     @model_validator(mode="after")
@@ -65,8 +66,8 @@ class JobCreate(_Strict):
     )
     strategy: str = Field(strategies.DEFAULT, min_length=1, max_length=64)
     budget: BudgetIn
-    seed: int | None = Field(None, ge=0, le=2**31 - 1)
-    batch_size: int = Field(1, ge=1, le=256)
+    seed: int | None = Field(None, ge=0, le=MAX_SEED)
+    batch_size: int = Field(1, ge=1, le=MAX_BATCH)
     constraints: list[Constraint] = Field(
         default_factory=list, max_length=16,
         description="Extra constraints, e.g. 'block_size_x*block_size_y <= 512'.",

@@ -13,12 +13,7 @@ from db import TuningLog
 from db.engine import ENV_VAR, in_memory
 
 __all__ = [
-    "MAX_BATCH",
-    "MAX_CONCURRENCY",
-    "MAX_JOB_ID",
     "MAX_LIMIT",
-    "MAX_SEED",
-    "MAX_TRIALS",
     "CliError",
     "DbOption",
     "check_output",
@@ -28,14 +23,8 @@ __all__ = [
     "out",
 ]
 
-# Bounds of numeric options: those of the REST API (server/schemas, server/routers) and of the
-# service settings (server/settings.py) where they have one, so both accept the same values.
-MAX_JOB_ID = 2**31 - 1  # a PostgreSQL INTEGER, as /v1/jobs/{id}
+# The other bounds of numeric options are shared with the REST API: tuner.bounds.
 MAX_LIMIT = 2**63 - 1  # SQL LIMIT takes a 64-bit integer
-MAX_SEED = 2**31 - 1  # as seed in POST /v1/jobs: a PostgreSQL INTEGER column
-MAX_TRIALS = 1_000_000  # --budget and --patience, as a job's budget in POST /v1/jobs
-MAX_BATCH = 256  # as batch_size in POST /v1/jobs
-MAX_CONCURRENCY = 64  # as KTUNE_RUNNER_CONCURRENCY
 
 
 def _console(stderr: bool = False) -> Console:

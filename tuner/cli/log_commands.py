@@ -13,7 +13,8 @@ import ktune
 from db import JOB_STATES, TuningLog
 from ktune import Answer
 from search_space.workload import Workload, WorkloadError
-from tuner.cli.common import MAX_JOB_ID, MAX_LIMIT, CliError, DbOption, check_range, open_log, out
+from tuner.bounds import MAX_JOB_ID
+from tuner.cli.common import MAX_LIMIT, CliError, DbOption, check_range, open_log, out
 from tuner.cli.lookup_formats import render_env, render_header, render_json
 from tuner.cli.output import format_config, format_duration, format_ms, trial_row, trials_csv
 

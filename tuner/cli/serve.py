@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 
-from tuner.cli.common import MAX_CONCURRENCY, CliError, DbOption, check_range, err, out
+from tuner.bounds import MAX_CONCURRENCY
+from tuner.cli.common import CliError, DbOption, check_range, err, out
 
 __all__ = ["serve"]
 

@@ -11,12 +11,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from db import JobRecord, TrialRecord, TuningLog
 from tuner import strategies
+from tuner.bounds import MAX_BATCH, MAX_JOB_ID, MAX_SEED, MAX_TRIALS
 from tuner.budget import Budget
 from tuner.cli.common import (
-    MAX_BATCH,
-    MAX_JOB_ID,
-    MAX_SEED,
-    MAX_TRIALS,
     CliError,
     DbOption,
     check_output,
@@ -25,7 +22,13 @@ from tuner.cli.common import (
     open_log,
     out,
 )
-from tuner.cli.output import format_config, format_duration, format_ms, job_document, write_json_atomic
+from tuner.cli.output import (
+    format_config,
+    format_duration,
+    format_ms,
+    job_document,
+    write_json_atomic,
+)
 from tuner.holder import process_holder
 from tuner.jobs import JobRequest, create_job, run_job
 from tuner.loop import Batch, Outcome

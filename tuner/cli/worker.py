@@ -9,21 +9,19 @@ from typing import Annotated
 
 import typer
 
-from tuner.cli.common import MAX_CONCURRENCY, CliError, DbOption, check_range, open_log, out
+from tuner.bounds import MAX_CONCURRENCY, MAX_LEASE_S, MAX_POLL_S
+from tuner.cli.common import CliError, DbOption, check_range, open_log, out
 from tuner.sources import BACKENDS
 
 __all__ = ["worker"]
 
 _GRACE_S = 30.0
-# as KTUNE_LEASE_SECONDS and KTUNE_POLL_SECONDS (server/settings.py)
-_MAX_LEASE_S = 3600
-_MAX_POLL_S = 60
 
 
 def worker(
     concurrency: Annotated[int, typer.Option("--concurrency", "-j", help=f"Jobs run at once (1..{MAX_CONCURRENCY}).")] = 1,
-    lease: Annotated[float | None, typer.Option("--lease", help=f"Seconds a job stays ours without renewal, up to {_MAX_LEASE_S:g} (default $KTUNE_LEASE_SECONDS or 30).")] = None,
-    poll: Annotated[float | None, typer.Option("--poll", help=f"Seconds between looks at the queue when idle, up to {_MAX_POLL_S:g}.")] = None,
+    lease: Annotated[float | None, typer.Option("--lease", help=f"Seconds a job stays ours without renewal, up to {MAX_LEASE_S:g} (default $KTUNE_LEASE_SECONDS or 30).")] = None,
+    poll: Annotated[float | None, typer.Option("--poll", help=f"Seconds between looks at the queue when idle, up to {MAX_POLL_S:g}.")] = None,
     drain: Annotated[bool, typer.Option("--drain", help="Exit once the queue is empty.")] = False,
     backend: Annotated[list[str] | None, typer.Option("--backend", help=f"Run only jobs of this backend: {' or '.join(BACKENDS)} (repeatable; default $KTUNE_RUNNER_BACKENDS, else any).")] = None,
     db: DbOption = None,
@@ -38,8 +36,8 @@ def worker(
     if concurrency < 1:
         raise CliError(f"--concurrency must be >= 1, got {concurrency}")
     check_range("--concurrency", concurrency, 1, MAX_CONCURRENCY)  # as `ktune serve`
-    check_range("--lease", lease, 0, _MAX_LEASE_S, low_open=True)
-    check_range("--poll", poll, 0, _MAX_POLL_S, low_open=True)
+    check_range("--lease", lease, 0, MAX_LEASE_S, low_open=True)
+    check_range("--poll", poll, 0, MAX_POLL_S, low_open=True)
     for name in backend or ():
         if name not in BACKENDS:
             raise CliError(f"--backend: unknown backend {name!r} (choose from: {', '.join(BACKENDS)})")

@@ -1,0 +1,23 @@
+"""The ranges of the numbers a job or a runner takes, shared by the CLI (``tuner.cli``), the
+REST schemas (``server.schemas``, ``server.routers``) and the service settings
+(``server.settings``), so that every entry point accepts the same values."""
+
+from __future__ import annotations
+
+__all__ = [
+    "MAX_BATCH",
+    "MAX_CONCURRENCY",
+    "MAX_JOB_ID",
+    "MAX_LEASE_S",
+    "MAX_POLL_S",
+    "MAX_SEED",
+    "MAX_TRIALS",
+]
+
+MAX_JOB_ID = 2**31 - 1  # ids are PostgreSQL INTEGERs
+MAX_SEED = 2**31 - 1  # a job's seed column is a PostgreSQL INTEGER too
+MAX_TRIALS = 1_000_000  # a job's measurement budget and its patience
+MAX_BATCH = 256  # configurations measured per batch
+MAX_CONCURRENCY = 64  # jobs one runner process runs at once
+MAX_LEASE_S = 3600  # seconds a runner holds a job without renewing its lease
+MAX_POLL_S = 60  # seconds between a runner's looks at an empty queue
