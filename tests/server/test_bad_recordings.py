@@ -14,33 +14,13 @@ from fastapi.testclient import TestClient
 import server.recordings
 from search_space.formats import FormatError
 from server import Settings, SettingsError
+from tests.recordings import kt_cache
 from tests.server.conftest import AUTH, make_client
 
 
 def _cache(**header: Any) -> dict[str, Any]:
     """A valid two-record Kernel Tuner cache, with ``header`` fields replaced."""
-    records = {
-        f"{a},1": {
-            "a": a,
-            "b": 1,
-            "time": float(a),
-            "times": [float(a)],
-            "compile_time": 1.0,
-            "benchmark_time": 1.0,
-        }
-        for a in (1, 2)
-    }
-    data = {
-        "device_name": "GPU X",
-        "kernel_name": "kern",
-        "problem_size": [100],
-        "tune_params_keys": ["a", "b"],
-        "tune_params": {"a": [1, 2], "b": [1]},
-        "objective": "time",
-        "cache": records,
-    }
-    data.update(header)
-    return data
+    return {**kt_cache({"a": [1, 2], "b": [1]}, lambda c: c["a"]), **header}
 
 
 def _times_overflow() -> dict[str, Any]:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from db import TuningLog
+from tests.recordings import kt_cache, write_kt_cache
 from tuner import strategies
 from tuner.cli.app import main
 from tuner.sources import bundled_recordings
@@ -393,12 +394,8 @@ def test_a_header_of_a_value_beyond_long_long_is_one_line(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, log_url: str
 ) -> None:
     huge = 10**30
-    cache = {f"{a},1": {"a": a, "b": 1, "time": t, "times": [t], "compile_time": 1.0, "benchmark_time": 1.0}
-             for a, t in ((huge, 1.0), (1, 2.0))}
-    path = tmp_path / "huge.json"
-    path.write_text(json.dumps({"device_name": "GPU X", "kernel_name": "kern", "problem_size": [100],
-                                "tune_params_keys": ["a", "b"], "tune_params": {"a": [huge, 1], "b": [1]},
-                                "objective": "time", "cache": cache}))
+    recording = kt_cache({"a": [huge, 1], "b": [1]}, lambda c: 1.0 if c["a"] == huge else 2.0)
+    path = write_kt_cache(tmp_path / "huge.json", recording)
     assert ktune(capsys, "import", str(path), "--db", log_url)[0] == 0
     line = refused(capsys, "best", "--workload", "kern/100/-", "--device", "GPU X", "--format", "header",
                    "--db", log_url)

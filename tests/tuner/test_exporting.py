@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import itertools
-import json
 from pathlib import Path
 
 import pytest
 
 from search_space.formats import load_cache
 from search_space.parameters import Parameter
+from tests.recordings import kt_cache, write_kt_cache
 from tuner.cli.app import main
 from tuner.exporting import export_parameters
 
@@ -42,16 +41,7 @@ def test_no_configs_keeps_the_stored_parameters() -> None:
 
 def _cache(path: Path, device: str, values: dict[str, list[int]]) -> Path:
     """A small brute-forced recording of kernel ``kern`` on ``device``: time = sum of the knobs."""
-    names = list(values)
-    cache = {}
-    for combo in itertools.product(*values.values()):
-        config = dict(zip(names, combo))
-        cache[",".join(map(str, combo))] = {**config, "time": float(sum(combo)), "times": [float(sum(combo))],
-                                            "compile_time": 1.0, "benchmark_time": 1.0}
-    path.write_text(json.dumps({"device_name": device, "kernel_name": "kern", "problem_size": [100],
-                                "tune_params_keys": names, "tune_params": values, "objective": "time",
-                                "cache": cache}))
-    return path
+    return write_kt_cache(path, kt_cache(values, lambda c: sum(c.values()), device=device))
 
 
 def test_export_of_a_space_that_grew_or_changed_under_the_same_workload(

@@ -1,0 +1,38 @@
+"""Small Kernel Tuner cache files for tests: every config of a few knobs, all measured."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["kt_cache", "write_kt_cache"]
+
+
+def kt_cache(
+    values: Mapping[str, Sequence[Any]],
+    time_ms: Callable[[dict[str, Any]], float],
+    *,
+    device: str = "GPU X",
+    kernel: str = "kern",
+    problem_size: Sequence[int] = (100,),
+) -> dict[str, Any]:
+    """A brute-forced recording of ``kernel`` on ``device`` as Kernel Tuner writes it: every
+    combination of ``values`` ran, in ``time_ms(config)`` (compile and benchmark: 1 ms each)."""
+    names = list(values)
+    cache: dict[str, Any] = {}
+    for combo in itertools.product(*values.values()):
+        config = dict(zip(names, combo))
+        t = float(time_ms(config))
+        cache[",".join(map(str, combo))] = {**config, "time": t, "times": [t], "compile_time": 1.0, "benchmark_time": 1.0}
+    return {"device_name": device, "kernel_name": kernel, "problem_size": list(problem_size),
+            "tune_params_keys": names, "tune_params": {n: list(v) for n, v in values.items()},
+            "objective": "time", "cache": cache}
+
+
+def write_kt_cache(path: Path, data: dict[str, Any]) -> Path:
+    """``data`` written to ``path`` as JSON; ``path``."""
+    path.write_text(json.dumps(data))
+    return path
