@@ -61,7 +61,6 @@ _HEADER = ("device_name", "kernel_name", "problem_size", "tune_params_keys", "tu
 _GZIP_MAGIC = b"\x1f\x8b"
 _MISSING: Any = object()
 _NUMBER_TYPES = {int, float}
-_TOO_MANY_DIGITS = "not a Kernel Tuner cache: an integer has too many digits"
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,21 +217,28 @@ def _parse_json(path: Path, raw: bytes) -> dict[str, Any]:
     if not text.strip():
         raise _error(path, "the file is empty")
     try:
-        data = json.loads(text)
+        data = _loads(path, text)
     except json.JSONDecodeError as exc:
         try:
-            data = json.loads(_close_open_cache(text))
+            data = _loads(path, _close_open_cache(text))
         except json.JSONDecodeError:
             raise _error(
                 path, f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
             ) from None
-        except ValueError:
-            raise _error(path, _TOO_MANY_DIGITS) from None
-    except ValueError:  # not a JSONDecodeError: an int over Python's int_max_str_digits
-        raise _error(path, _TOO_MANY_DIGITS) from None
     if not isinstance(data, dict):
         raise _error(path, "not a Kernel Tuner cache: the top level is not a JSON object")
     return data
+
+
+def _loads(path: Path, text: str) -> Any:
+    """``json.loads``; an int over Python's ``int_max_str_digits`` (a ValueError that is not a
+    JSONDecodeError) is a :class:`FormatError`."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except ValueError:
+        raise _error(path, "not a Kernel Tuner cache: an integer has too many digits") from None
 
 
 def _close_open_cache(text: str) -> str:

@@ -141,7 +141,6 @@ def _parameter(entry: Any, i: int, fail: Any) -> Parameter:
         raise fail(f"parameter {name!r}: {e}") from None
 
 
-
 def _section(data: dict[str, Any], key: str) -> dict[str, Any]:
     value = data.get(key)
     return value if isinstance(value, dict) else {}
