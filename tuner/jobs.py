@@ -168,11 +168,7 @@ def run_job(
         source, strategy, state, backend, versions = _prepare(tlog, job, source)
     except BaseException as exc:  # nothing will run the job: it must not stay "running"
         if (current := tlog.get_job(job_id)) is not None and current.state == "running":
-            interrupted = isinstance(exc, KeyboardInterrupt)
-            tlog.set_job_state(
-                job_id, "cancelled" if interrupted else "failed",
-                error="interrupted" if interrupted else f"{type(exc).__name__}: {exc}",
-            )
+            _mark_stopped(tlog, job_id, exc)
         raise
     space, spec = source.space, job.spec
 
@@ -210,13 +206,18 @@ def run_job(
     tlog.set_job_state(job_id, "running", holder=holder)
     try:
         outcome = tuner.run()
-    except KeyboardInterrupt:
-        tlog.set_job_state(job_id, "cancelled", error="interrupted")
-        raise
-    except Exception as exc:
-        tlog.set_job_state(job_id, "failed", error=f"{type(exc).__name__}: {exc}")
+    except (KeyboardInterrupt, Exception) as exc:
+        _mark_stopped(tlog, job_id, exc)
         raise
     finally:
         backend.close()
     tlog.set_job_state(job_id, "cancelled" if outcome.reason == "stopped" else "done", error="")
     return outcome
+
+
+def _mark_stopped(tlog: TuningLog, job_id: int, exc: BaseException) -> None:
+    """Record that ``exc`` stopped the job: cancelled on Ctrl-C, failed on anything else."""
+    if isinstance(exc, KeyboardInterrupt):
+        tlog.set_job_state(job_id, "cancelled", error="interrupted")
+    else:
+        tlog.set_job_state(job_id, "failed", error=f"{type(exc).__name__}: {exc}")
