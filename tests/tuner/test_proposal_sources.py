@@ -177,6 +177,60 @@ def test_with_another_gpu_in_the_log_the_first_batch_is_already_good(space: Sear
         assert times[first].min() <= np.quantile(times, 0.01)
 
 
+def _two_basins(space: SearchSpace) -> tuple[np.ndarray, tuple[Sample, ...]]:
+    """A target GPU with two basins and a log GPU that knows only the worse one: the target is
+    fastest at a=8, b=4, c=16, d=2, s=1 (time 1) and has a one-knob local optimum at a=1, b=1,
+    c=64, d=64, s=0 (time 8), the log GPU's optimum. Returns the target's times and the prior."""
+    far = {"a": 0, "b": 0, "c": 6, "d": 6}
+
+    def log_gpu(c: dict) -> float:
+        return 8.0 + sum((math.log2(c[k]) - v) ** 2 for k, v in far.items()) + (3.0 if c["s"] else 0.0)
+
+    workload = Workload("toy", (64,))
+    configs = space.configs(range(len(space)))
+    target = np.array([min(time_of(c), log_gpu(c)) for c in configs])
+    prior = tuple(Sample(c, workload, "other GPU", None, "ok", 3.0 * log_gpu(c)) for c in configs)
+    return target, prior
+
+
+def _measure_all(strategy: strategies.Strategy, times: np.ndarray, n: int) -> list[int]:
+    seen: list[int] = []
+    while len(seen) < n:
+        batch = strategy.ask(4)
+        strategy.tell([Observation(i, "ok", float(times[i])) for i in batch])
+        seen += batch
+    return seen
+
+
+def test_a_misleading_log_does_not_trap_auto(space: SearchSpace) -> None:
+    """Transfer from a GPU that ranks the space differently: the transferred model starts
+    ``auto`` in the log GPU's basin, a local optimum on the target. Its explorer (one
+    proposal in 8, ignoring the log) finds the target's own basin and the main walk follows;
+    without the explorer the job never leaves the trap."""
+    from tuner.strategies.auto import AutoSearch
+
+    class WithoutExplorer(AutoSearch):
+        explorer_share = 0.0
+
+    times, prior = _two_basins(space)
+    context = SearchContext(Workload("toy", (64,)), "target GPU", None, prior)
+    trapped = _measure_all(WithoutExplorer(space, seed=0, context=context), times, 120)
+    assert times[trapped].min() == 8.0
+    hedged = AutoSearch(space, seed=0, context=context)
+    seen = _measure_all(hedged, times, 120)
+    assert times[seen].min() <= 1.05 * times.min()
+    assert len(set(seen)) == 120
+    explored = [i for i in seen if i in hedged._explored]
+    assert len(explored) == (120 - AutoSearch.explorer_after) // 8  # one in 8 after the first 8
+    assert not set(seen[: AutoSearch.explorer_after]) & set(explored)
+
+
+def test_auto_without_a_log_has_no_explorer(space: SearchSpace, times: np.ndarray) -> None:
+    strategy = strategies.create("auto", space, seed=0)
+    _measure_all(strategy, times, 24)
+    assert strategy.explorer is None  # type: ignore[attr-defined]
+
+
 def test_plans_grow_when_measurements_are_cheap(space: SearchSpace, times: np.ndarray) -> None:
     """Tuner time stays a small share of measurement time: plans of 8 for compile-and-run
     costs of seconds, longer plans (up to the cap) for a kernel measured in 0.1 s, the same

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from typing import cast
 
+import numpy as np
 import pytest
 
+from cost_model.samples import Sample
 from tuner import strategies
 from tuner.budget import Budget
 from tuner.loop import Tuner
 from tuner.measure.base import Status
 from tuner.measure.fake import FunctionBackend
 from tuner.resume import restore
-from tuner.strategies import Observation
+from tuner.strategies import Observation, SearchContext
 
 from .conftest import quadratic_time
 
@@ -92,6 +94,45 @@ def test_resumed_mid_job_continues_the_same_sequence(pnpoly, name: str, batch: i
         sink=lambda b: rest.extend(pnpoly.space.index(m.config) for m in b.measurements),
     ).run()
     assert first + rest == full
+
+
+def _prior_of(source, seed: int = 0) -> SearchContext:
+    """The recording measured again on "another GPU" (times scaled, with noise): what a job
+    with a tuning log of another GPU gets (strategies that read the log then transfer)."""
+    rng = np.random.default_rng(seed)
+    rec = source.recording
+    workload = rec.workload()
+    prior = tuple(
+        Sample(r.config, workload, "other GPU", None, r.status,
+               None if r.time_ms is None else float(r.time_ms * rng.uniform(1.2, 1.6)))
+        for r in rec.records.values()
+    )
+    return SearchContext(workload, rec.device_name, None, prior)
+
+
+@pytest.mark.parametrize("name", [n for n in ALL if strategies.get(n).uses_log])
+def test_with_a_log_resumed_mid_job_continues_the_same_sequence(pnpoly, name: str) -> None:
+    """With a prior (``auto`` then also runs its explorer): new, reproducible and resumable."""
+    context = _prior_of(pnpoly)
+
+    def run(n: int, state=None, strategy=None) -> list[int]:
+        seen: list[int] = []
+        Tuner(
+            pnpoly.space, strategy or strategies.create(name, pnpoly.space, seed=4, context=context),
+            pnpoly.backend(), budget=Budget(max_trials=n), batch_size=3, state=state,
+            sink=lambda b: seen.extend(pnpoly.space.index(m.config) for m in b.measurements),
+        ).run()
+        return seen
+
+    full = run(60)
+    assert len(set(full)) == 60 and full == run(60)
+    first = full[:30]
+    past = _past(pnpoly.space, first, pnpoly.backend().measure(pnpoly.space.configs(first)))
+    strategy, state, exact = restore(
+        pnpoly.space, lambda: strategies.create(name, pnpoly.space, seed=4, context=context), past, 3
+    )
+    assert exact
+    assert first + run(60, state, strategy) == full
 
 
 @pytest.mark.parametrize("name", ALL)

@@ -12,28 +12,92 @@ The share was compared (1/4 to all of each plan) on the recorded spaces of
 ``../shared/datasets`` and on 20 more recordings of the public Benchmark Hub (other GPUs, and
 the gemm kernel); from a half to seven eighths the results were within noise of each other,
 and clearly better than without the moves on the 20 (docs/benchmarks.md).
+
+**Insurance against a misleading log.** Transfer assumes the target GPU ranks the space like
+the GPUs in the log. When it does not (an AMD GPU after NVIDIA ones), the first incumbents sit
+in the other GPUs' favourite region and the walk around them may never leave it. So, with a
+prior, one proposal in ``explorer_share`` after the first ``explorer_after`` comes from an
+*explorer*: a second ``auto`` that ignores the log and sees only its own measurements, so
+its incumbents are its own and not the prior's. Every measurement, the explorer's included,
+teaches the main search, so once the explorer finds a faster region the main walk moves there.
+Without a prior there is no explorer and nothing changes.
 """
 
 from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import ClassVar
 
 import numpy as np
 
 from search_space.space import SearchSpace
 from tuner.proposals.rl_agent import KnobMoveAgent
-from tuner.strategies.base import SearchContext
+from tuner.strategies.base import Observation, SearchContext
 from tuner.strategies.model_guided import ModelGuided
 
 __all__ = ["AutoSearch"]
+
+#: added to the job's seed for the explorer's, so the two do not draw the same random configs
+EXPLORER_SEED_OFFSET = 7919
 
 
 class AutoSearch(ModelGuided):
     name = "auto"
     summary = "model-guided one-knob moves + pooled proposals (model ranking, annealing, PPO agent) + adaptive sampling"
     coordinate_share = 0.75
+    #: with a prior in the log, the share of proposals (after ``explorer_after``) that come
+    #: from a search ignoring the log (0: never)
+    explorer_share: ClassVar[float] = 0.125
+    #: proposals made by the transferred model alone before the explorer's first
+    explorer_after: ClassVar[int] = 8
 
     def __init__(self, space: SearchSpace, *, seed: int | None = None, context: SearchContext | None = None) -> None:
         super().__init__(space, seed=seed, context=context)
         self.agent = KnobMoveAgent(space, self.rng)
+        self.explorer: _Explorer | None = None
+        if self.explorer_share > 0 and any(s.ok for s in self._prior):
+            ctx = self.context
+            self.explorer = _Explorer(
+                space, seed=None if seed is None else seed + EXPLORER_SEED_OFFSET,
+                context=SearchContext(ctx.workload, ctx.device, ctx.spec, ()),
+            )
+        self._proposed = 0  # proposals handed out, the explorer's included
+        self._explored: set[int] = set()  # the explorer's proposals
+
+    def _explorers_turn(self) -> bool:
+        """Whether proposal number ``_proposed`` is the explorer's: one in ``explorer_share``
+        after the first ``explorer_after``, spread evenly."""
+        if self.explorer is None or self._proposed < self.explorer_after:
+            return False
+        j = self._proposed - self.explorer_after
+        return math.floor((j + 1) * self.explorer_share) > math.floor(j * self.explorer_share)
+
+    def ask(self, n: int) -> list[int]:
+        out: list[int] = []
+        while len(out) < n:
+            if self.explorer is not None and self._explorers_turn():
+                self.explorer.hand_out(self._taken())
+                found = self.explorer.ask(1)
+                if found:
+                    self._handed.add(found[0])
+                    self._explored.add(found[0])
+                    out.append(found[0])
+                    self._proposed += 1
+                    continue
+            found = super().ask(1)
+            if not found:
+                break
+            out.append(found[0])
+            self._proposed += 1
+        return out
+
+    def tell(self, observations: Sequence[Observation]) -> None:
+        super().tell(observations)
+        if self.explorer is not None:
+            own = [o for o in observations if o.index in self._explored]
+            if own:
+                self.explorer.tell(own)
 
     def _candidates(self, n: int, taken: set[int]) -> np.ndarray:
         parts = [self.top_predicted(4 * n, taken), self.local(2 * n, taken), self.annealed(2 * n, taken)]
@@ -41,3 +105,15 @@ class AutoSearch(ModelGuided):
         found, _ = self.agent.propose(self.score, starts, n=2 * n + len(taken))
         parts.append(found[~np.isin(found, np.fromiter(taken, np.int64))][: 2 * n])
         return np.concatenate(parts)
+
+
+class _Explorer(AutoSearch):
+    """The explorer of an ``auto`` job with a prior: ``auto`` on its own measurements only,
+    skipping what the main search has handed out."""
+
+    explorer_share = 0.0
+
+    def hand_out(self, indices: set[int]) -> None:
+        """Never propose ``indices`` (handed out by the main search; their results are not
+        told here, so that the explorer's incumbents stay its own)."""
+        self._handed |= indices
