@@ -62,6 +62,8 @@ class AutoSearch(ModelGuided):
                 space, seed=None if seed is None else seed + EXPLORER_SEED_OFFSET,
                 context=SearchContext(ctx.workload, ctx.device, ctx.spec, ()),
             )
+            if self.explorer.model.extractor.names == self.model.extractor.names:
+                self.explorer.space_features = self.space_features  # type: ignore[method-assign]  # one table, not two
         self._proposed = 0  # proposals handed out, the explorer's included
         self._explored: set[int] = set()  # the explorer's proposals
 

@@ -213,11 +213,15 @@ class ModelGuided(Strategy):
         indices = np.asarray(indices, dtype=np.int64)
         if len(self.space) <= self.exhaustive_limit:
             if self._table is None:
-                if self._features is None:
-                    self._features = self.model.extractor.for_space(self.space, None, self.workload, self.spec)
-                self._table = self.model.predict(self._features)
+                self._table = self.model.predict(self.space_features())
             return self._table[0][indices], self._table[1][indices]
         return self.model.predict(self.model.extractor.for_space(self.space, indices, self.workload, self.spec))
+
+    def space_features(self) -> np.ndarray:
+        """The features of every config of the space (computed once; small spaces only)."""
+        if self._features is None:
+            self._features = self.model.extractor.for_space(self.space, None, self.workload, self.spec)
+        return self._features
 
     def score(self, indices: np.ndarray) -> np.ndarray:
         return self.predict(indices)[0]
