@@ -44,7 +44,10 @@ EXPLORER_SEED_OFFSET = 7919
 
 class AutoSearch(ModelGuided):
     name = "auto"
-    summary = "model-guided one-knob moves + pooled proposals (model ranking, annealing, PPO agent) + adaptive sampling"
+    summary = (
+        "model-guided one-knob moves + pooled proposals (model ranking, annealing, PPO agent) + adaptive sampling;"
+        " with a log, 1 in 8 from an explorer that ignores it"
+    )
     coordinate_share = 0.75
     #: with a prior in the log, the share of proposals (after ``explorer_after``) that come
     #: from a search ignoring the log (0: never)
