@@ -44,14 +44,14 @@ EXPLORER_SEED_OFFSET = 7919
 
 class AutoSearch(ModelGuided):
     name = "auto"
-    summary = (
-        "model-guided one-knob moves + pooled proposals (model ranking, annealing, PPO agent) + adaptive sampling;"
-        " with a log, 1 in 8 from an explorer that ignores it"
-    )
     coordinate_share = 0.75
     #: with a prior in the log, the share of proposals (after ``explorer_after``) that come
     #: from a search ignoring the log (0: never)
     explorer_share: ClassVar[float] = 0.125
+    summary = (
+        "model-guided one-knob moves + pooled proposals (model ranking, annealing, PPO agent) + adaptive sampling;"
+        f" with a log, 1 in {round(1 / explorer_share)} from an explorer that ignores it"
+    )
     #: proposals made by the transferred model alone before the explorer's first
     explorer_after: ClassVar[int] = 8
 
@@ -60,13 +60,7 @@ class AutoSearch(ModelGuided):
         self.agent = KnobMoveAgent(space, self.rng)
         self.explorer: _Explorer | None = None
         if self.explorer_share > 0 and any(s.ok for s in self._prior):
-            ctx = self.context
-            self.explorer = _Explorer(
-                space, seed=None if seed is None else seed + EXPLORER_SEED_OFFSET,
-                context=SearchContext(ctx.workload, ctx.device, ctx.spec, ()),
-            )
-            if self.explorer.model.extractor.names == self.model.extractor.names:
-                self.explorer.space_features = self.space_features  # type: ignore[method-assign]  # one table, not two
+            self.explorer = _Explorer(self, None if seed is None else seed + EXPLORER_SEED_OFFSET)
         self._proposed = 0  # proposals handed out, the explorer's included
         self._explored: set[int] = set()  # the explorer's proposals
 
@@ -81,21 +75,23 @@ class AutoSearch(ModelGuided):
     def ask(self, n: int) -> list[int]:
         out: list[int] = []
         while len(out) < n:
-            if self.explorer is not None and self._explorers_turn():
-                self.explorer.hand_out(self._taken())
-                found = self.explorer.ask(1)
-                if found:
-                    self._handed.add(found[0])
-                    self._explored.add(found[0])
-                    out.append(found[0])
-                    self._proposed += 1
-                    continue
-            found = super().ask(1)
+            found = self._explore() if self._explorers_turn() else []
+            if not found:
+                found = super().ask(1)
             if not found:
                 break
             out.append(found[0])
             self._proposed += 1
         return out
+
+    def _explore(self) -> list[int]:
+        """The explorer's next proposal (none when it has nothing new to give)."""
+        assert self.explorer is not None
+        self.explorer.hand_out(self._taken())
+        found = self.explorer.ask(1)
+        self._handed.update(found)
+        self._explored.update(found)
+        return found
 
     def tell(self, observations: Sequence[Observation]) -> None:
         super().tell(observations)
@@ -113,10 +109,19 @@ class AutoSearch(ModelGuided):
 
 
 class _Explorer(AutoSearch):
-    """The explorer of an ``auto`` job with a prior: ``auto`` on its own measurements only,
-    skipping what the main search has handed out."""
+    """The explorer of an ``auto`` job with a prior: ``auto`` on its own measurements only
+    (no prior, so no explorer of its own), skipping what the main search has handed out."""
 
-    explorer_share = 0.0
+    def __init__(self, main: AutoSearch, seed: int | None) -> None:
+        ctx = main.context
+        super().__init__(main.space, seed=seed, context=SearchContext(ctx.workload, ctx.device, ctx.spec, ()))
+        self._main = main
+        #: the main search's table of space features serves when its columns are the same
+        #: (no device columns there either), so the space is featurised once, not twice
+        self._same_features = self.model.extractor.names == main.model.extractor.names
+
+    def space_features(self) -> np.ndarray:
+        return self._main.space_features() if self._same_features else super().space_features()
 
     def hand_out(self, indices: set[int]) -> None:
         """Never propose ``indices`` (handed out by the main search; their results are not
