@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Literal, Sequence
 
@@ -43,6 +44,10 @@ class Parameter:
             raise ParameterError(f"parameter name {self.name!r} is not an identifier")
         if not self.values:
             raise ParameterError(f"parameter {self.name!r} has no values")
+        for value in self.values:
+            if isinstance(value, float) and not math.isfinite(value):
+                # NaN equals nothing (its config could never be found); neither has a C literal
+                raise ParameterError(f"parameter {self.name!r}: value {value!r} is not a finite number")
         if len(set(self.values)) != len(self.values):
             raise ParameterError(f"parameter {self.name!r} lists a value twice")
         kinds = {_kind_of(v) for v in self.values}

@@ -133,7 +133,7 @@ def _parameter(entry: Any, i: int, fail: Any) -> Parameter:
         raise fail(f"parameter {name!r}: Values {text!r} are not all of Type {kind}")
     if kind == "float":
         values = [finite_float(v) for v in values]
-        if None in values:  # a NaN equals nothing, and neither it nor inf has a C literal
+        if None in values:  # Parameter rejects NaN and inf; this catches ints beyond the float range
             raise fail(f"parameter {name!r}: Values {text!r} are not all finite numbers")
     try:
         return Parameter.of(name, values, entry.get("Default"))

@@ -238,9 +238,9 @@ BAD_CACHES: dict[str, tuple[Mutation, str]] = {
     "unknown failure string": (_record("1,8", "time", "Oops"), "neither a number"),
     "null time": (_record("1,8", "time", None), "neither a number"),
     "no time": (lambda d: d["cache"]["1,8"].pop("time"), "has no time"),
-    "negative time": (_record("1,8", "time", -1.0), "non-negative"),
-    "NaN time": (_record("1,8", "time", float("nan")), "non-negative"),
-    "infinite time": (_record("1,8", "time", float("inf")), "non-negative"),
+    "negative time": (_record("1,8", "time", -1.0), "time -1.0 is not a number of milliseconds"),
+    "NaN time": (_record("1,8", "time", float("nan")), "time nan is not a number"),
+    "infinite time": (_record("1,8", "time", float("inf")), "time inf is not a number"),
     "string in times": (_record("1,8", "times", [1.0, "x"]), "times"),
     "NaN in times": (_record("1,8", "times", [1.0, float("nan")]), "times"),
     "negative compile time": (_record("1,8", "compile_time", -3), "compile_time"),
@@ -248,8 +248,14 @@ BAD_CACHES: dict[str, tuple[Mutation, str]] = {
     # and broke later (a 500 of the service, a failing `ktune best -f header`).
     "times whose sum overflows": (
         _record("1,8", "times", [1e308, 1e308]),
-        "record '1,8': times are too large (their sum overflows)",
+        "record '1,8': times must each be a number of milliseconds from 0 to 1e+12",
     ),
+    # One such record is finite, but a job's clock sums them: it read "inf h".
+    "compile time of centuries": (
+        _record("1,8", "compile_time", 1e308),
+        "compile_time 1e+308 is not a number of milliseconds from 0 to 1e+12",
+    ),
+    "time of centuries": (_record("1,8", "time", 1e13), "time 10000000000000.0 is not"),
     "inf and -inf in times": (_record("1,8", "times", [float("inf"), -float("inf")]), "times"),
     "int time beyond floats": (_record("1,8", "time", 10**400), "time 1000"),
     "int in times beyond floats": (_record("1,8", "times", [10**400]), "times"),
@@ -259,7 +265,7 @@ BAD_CACHES: dict[str, tuple[Mutation, str]] = {
     "kernel_name ending in a newline": (_set("kernel_name", "k\n"), "kernel_name 'k\\n'"),
     "NaN parameter value": (
         lambda d: d["tune_params"].__setitem__("a", [1, float("nan")]),
-        "tune_params a: value nan is not a finite number",
+        "bad tune_params: parameter 'a': value nan is not a finite number",
     ),
     "float and an int beyond floats": (
         lambda d: d["tune_params"].__setitem__("b", [8.5, 10**400]),
@@ -267,7 +273,7 @@ BAD_CACHES: dict[str, tuple[Mutation, str]] = {
     ),
     "infinite parameter value": (
         lambda d: d["tune_params"].__setitem__("b", [8.0, float("inf")]),
-        "tune_params b: value inf is not a finite number",
+        "bad tune_params: parameter 'b': value inf is not a finite number",
     ),
 }
 

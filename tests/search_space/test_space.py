@@ -16,6 +16,7 @@ from search_space import (
     Constraint,
     ConstraintError,
     Parameter,
+    ParameterError,
     SearchSpace,
     SpaceError,
     parse_constraint,
@@ -403,3 +404,12 @@ def test_indices_of_positions_round_trips_and_rejects_outside_rows() -> None:
     # a row past a parameter's range, a negative one, and one that breaks the constraint
     rows = np.array([[4, 0], [-1, 0], [3, 2]])
     assert space.indices_of_positions(rows).tolist() == [-1, -1, -1]
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_a_parameter_refuses_non_finite_values(bad):
+    """Every reader of spaces (T1, Kernel Tuner caches, the REST API) relies on this one check."""
+    with pytest.raises(ParameterError, match=f"parameter 'a': value {bad!r} is not a finite number"):
+        P("a", [1.5, bad])
+    with pytest.raises(SpaceError):
+        SearchSpace.from_dict({"parameters": [{"name": "a", "values": [1.0, bad]}]})
