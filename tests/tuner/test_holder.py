@@ -15,6 +15,7 @@ import pytest
 
 from db import JobRecord, TuningLog
 from tests.tuner.test_resume_cli import _job, _start, _wait_for_trials
+from tuner.cli import tune as tune_command
 from tuner.cli.app import main
 from tuner.holder import live_holder, process_holder
 
@@ -61,12 +62,14 @@ def test_a_runner_lease_holds_until_it_expires(job: JobRecord) -> None:
 
 
 def test_resume_of_a_job_another_process_is_running_is_refused_then_works_once_it_died(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path, db_url: str
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     proc = _start(db_url, "random", 200)
     try:
         job_id = _wait_for_trials(db_url, 4, proc)
-        assert main(["tune", "--resume", str(job_id), "--db", db_url, "-q"]) == 2
+        with monkeypatch.context() as patched:  # refused before the recording is read
+            patched.setattr(tune_command, "open_source", _must_not_be_called)
+            assert main(["tune", "--resume", str(job_id), "--db", db_url, "-q"]) == 2
         err = capsys.readouterr().err.strip()
         assert err.count("\n") == 0 and f"job {job_id} is running (ktune tune, process {proc.pid})" in err
     finally:
@@ -78,3 +81,7 @@ def test_resume_of_a_job_another_process_is_running_is_refused_then_works_once_i
     with TuningLog.open(db_url) as tlog:
         done = _job(tlog, job_id)
         assert done.state == "done" and done.n_trials == 200
+
+
+def _must_not_be_called(*args: object, **kwargs: object) -> None:
+    raise AssertionError("the recording was opened for a job that another process holds")

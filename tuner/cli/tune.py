@@ -29,7 +29,7 @@ from tuner.cli.output import (
     job_document,
     write_json_atomic,
 )
-from tuner.holder import process_holder
+from tuner.holder import live_holder, process_holder
 from tuner.jobs import JobRequest, create_job, run_job
 from tuner.loop import Batch, Outcome
 from tuner.measure.base import BackendError
@@ -100,6 +100,8 @@ def tune(
                 out.print(f"job {resume} is already done ({job.n_trials} trials)")
                 _write_out(tlog, resume, out_file, None)
                 return
+            if (running := live_holder(job)) is not None:  # before reading a large recording
+                raise CliError(f"job {resume} is running ({running}); stop it first or let it finish")
             try:
                 resumed = open_source(job.spec.backend, job.spec.options)
             except SourceError as exc:
