@@ -32,11 +32,11 @@ def _times_overflow() -> dict[str, Any]:
 # name -> (file text, what the error names); each of these gave a 500 before
 BROKEN: dict[str, tuple[str, str]] = {
     "deep": ('{"device_name": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
-    "times_overflow": (json.dumps(_times_overflow()), "record '1,1': times are too large"),
+    "times_overflow": (json.dumps(_times_overflow()), "record '1,1': times must each be a number of milliseconds"),
     "kern_empty": (json.dumps(_cache(kernel_name="")), "kernel_name ''"),
     "nan_value": (
         json.dumps(_cache(tune_params={"a": [1, 2], "b": [float("nan")]})),
-        "tune_params b",
+        "parameter 'b': value nan is not a finite number",
     ),
 }
 
