@@ -8,11 +8,12 @@ from pathlib import Path
 
 import anyio
 from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
 from db import DatabaseError, TuningLog
-from server.errors import database_unavailable
+from server.errors import database_unavailable, validation_failed
 from server.limits import BodyLimit
 from server.recordings import RecordingCatalog
 from server.routers import best, devices, health, jobs, metrics, spaces
@@ -75,6 +76,7 @@ def create_app(settings: Settings | None = None, *, tlog: TuningLog | None = Non
     for module in (jobs, best, devices, spaces, health, metrics):
         app.include_router(module.router)
     app.add_exception_handler(DatabaseError, database_unavailable)
+    app.add_exception_handler(RequestValidationError, validation_failed)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")

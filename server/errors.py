@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from fastapi import Request
+from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
 from db import DatabaseError
 
-__all__ = ["ERRORS", "Message", "database_unavailable", "invalid"]
+__all__ = ["ERRORS", "Message", "database_unavailable", "invalid", "validation_failed"]
 
 
 class Message(BaseModel):
@@ -21,6 +23,26 @@ class Message(BaseModel):
 def invalid(location: tuple[str | int, ...], message: str) -> RequestValidationError:
     """A 422 naming the field, in the same format as FastAPI's own validation errors."""
     return RequestValidationError([{"type": "value_error", "loc": location, "msg": message}])
+
+
+async def validation_failed(request: Request, exc: Exception) -> JSONResponse:
+    """FastAPI's 422, with what it echoes made JSON-safe: the rejected input may be NaN,
+    an infinity or a string with a lone surrogate, which no JSON response can hold (the
+    default handler answered those with a 500)."""
+    assert isinstance(exc, RequestValidationError)
+    return JSONResponse({"detail": _json_safe(jsonable_encoder(exc.errors()))}, status_code=422)
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)  # "nan", "inf", "-inf"
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_json_safe(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
 
 
 async def database_unavailable(request: Request, exc: Exception) -> JSONResponse:

@@ -56,6 +56,27 @@ def test_bad_jobs_are_422_naming_the_field_and_write_nothing(idle_client: TestCl
     assert _contents(tlog) == before
 
 
+# JSON that Python reads but no JSON response can echo back: each was a 500 before
+UNECHOABLE = [
+    ('{"space": "convolution_A4000", "budget": {"seconds": NaN}}', ["body", "budget", "seconds"], "nan"),
+    ('{"space": "convolution_A4000", "budget": {"trials": 5}, "replay_speed": Infinity}', ["body", "replay_speed"], "inf"),
+    ('{"space": "convolution_A4000", "budget": {"trials": 5}, "seed": 1e999}', ["body", "seed"], "inf"),
+    ('{"space": "pnpoly_RTX_3090\\ud800", "budget": {"trials": 5}}', ["body", "space"], "pnpoly_RTX_3090\\ud800"),
+    ('{"space": "convolution_A4000", "budget": {"trials": 5}, "\\udfff": 1}', ["body"], "\\udfff"),
+]
+
+
+def test_unechoable_input_is_still_a_422_naming_the_field(idle_client: TestClient, tlog: TuningLog) -> None:
+    before = _contents(tlog)
+    headers = {**AUTH, "Content-Type": "application/json"}
+    for text, loc, echoed in UNECHOABLE:
+        response = idle_client.post("/v1/jobs", content=text.encode(), headers=headers)
+        assert response.status_code == 422, (text, response.text)
+        details = response.json()["detail"]
+        assert [d["input"] for d in details if d["loc"] == loc] == [echoed], (text, details)
+    assert _contents(tlog) == before
+
+
 def test_malformed_json_and_wrong_types(idle_client: TestClient, tlog: TuningLog) -> None:
     before = _contents(tlog)
     headers = {**AUTH, "Content-Type": "application/json"}
@@ -92,6 +113,9 @@ BAD_LOOKUPS = [
     ({"operator": "convolution_kernel", "shape": "4096x4096x8"}, "shape"),
     ({"operator": "convolution_kernel", "shape": "4096xabc"}, "shape"),
     ({"operator": "convolution_kernel", "shape": "0x4096"}, "shape"),
+    # str.isdigit() holds for these, but int() refuses "²" (a 500) and reads "٤" as 4
+    ({"operator": "convolution_kernel", "shape": "\u00b2x4096"}, "shape"),
+    ({"operator": "convolution_kernel", "shape": "\u0664096x4096"}, "shape"),
     ({"operator": "convolution_kernel"}, "shape"),
     ({"operator": "bad name!", "shape": "4"}, "operator"),
     ({"workload": "not-a-key"}, "workload"),
