@@ -32,7 +32,7 @@ def parse_shape(shape: str | Sequence[int]) -> tuple[int, ...]:
     """``"4096x4096"``, ``"4096,4096"`` or ``(4096, 4096)`` -> ``(4096, 4096)``."""
     if isinstance(shape, str):
         parts = _SHAPE_SPLIT.split(shape.strip())
-        if not all(p.isdigit() for p in parts):
+        if not all(p.isascii() and p.isdigit() for p in parts):  # not "²" or Arabic-Indic digits
             raise LookupInputError("shape", f"{shape!r} is not like 4096x4096")
         dims = tuple(int(p) for p in parts)
     else:
