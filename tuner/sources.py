@@ -21,6 +21,7 @@ from search_space.formats import FormatError, load_cache, load_t1
 from search_space.formats.kernel_tuner import RecordedSpace
 from search_space.space import SearchSpace
 from search_space.workload import Workload
+from tuner.bounds import MAX_REPLAY_SPEED, MIN_REPLAY_SPEED
 from tuner.measure.base import Backend
 from tuner.measure.replay import ReplayBackend
 
@@ -112,8 +113,8 @@ class ReplaySource:
         speed: float | None = None,
     ) -> "ReplaySource":
         """Load the recording (checking ``digest`` when given) and build the space to search."""
-        if speed is not None and not speed > 0:
-            raise SourceError(f"replay speed must be > 0, got {speed}")
+        if speed is not None and not MIN_REPLAY_SPEED <= speed <= MAX_REPLAY_SPEED:
+            raise SourceError(f"replay speed must be {MIN_REPLAY_SPEED:g}..{MAX_REPLAY_SPEED:g}, got {speed}")
         recording = load_cache(resolve_recording(str(replay)))
         if digest is not None and recording.digest != digest:
             raise SourceError(f"{recording.path}: the recording changed since the job started (digest differs)")

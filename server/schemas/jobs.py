@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from tuner import strategies
-from tuner.bounds import MAX_BATCH, MAX_SEED, MAX_TRIALS
+from tuner.bounds import MAX_BATCH, MAX_REPLAY_SPEED, MAX_SEED, MAX_TRIALS, MIN_REPLAY_SPEED
 
 __all__ = [
     "BudgetIn",
@@ -73,8 +73,8 @@ class JobCreate(_Strict):
         description="Extra constraints, e.g. 'block_size_x*block_size_y <= 512'.",
     )
     replay_speed: float | None = Field(
-        None, gt=0, le=1e6, allow_inf_nan=False,
-        description="Spend the recorded GPU time in real time, this many times faster.",
+        None, ge=MIN_REPLAY_SPEED, le=MAX_REPLAY_SPEED, allow_inf_nan=False,
+        description="Spend the recorded GPU time in real time, this many times faster (1 = as on the GPU).",
     )
 
 

@@ -31,6 +31,8 @@ BAD_BODIES: list[tuple[dict[str, Any], list[str]]] = [
     ({"batch_size": 0}, ["body", "batch_size"]),
     ({"seed": -1}, ["body", "seed"]),
     ({"replay_speed": 0}, ["body", "replay_speed"]),
+    ({"replay_speed": 0.001}, ["body", "replay_speed"]),  # slower than the GPU: held a runner for hours
+    ({"replay_speed": 5e-324}, ["body", "replay_speed"]),
     ({"colour": "blue"}, ["body", "colour"]),
     # no coercion: a number in a string or a boolean is not a count
     ({"budget": {"trials": True}}, ["body", "budget", "trials"]),

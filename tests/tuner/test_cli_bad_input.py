@@ -74,6 +74,8 @@ def tuned_job(capsys: pytest.CaptureFixture[str], url: str, *extra: str) -> int:
         (["tune", "--replay", PNPOLY, "--budget", "5", "--seed", str(2**64)], "--seed must be 0..2147483647, got"),
         (["tune", "--replay", PNPOLY, "--budget", "5", "--patience", HUGE], "--patience must be 1..1000000, got"),
         (["tune", "--replay", PNPOLY, "--budget", "5", "--batch", HUGE], "--batch must be 1..256, got"),
+        (["tune", "--replay", PNPOLY, "--budget", "5", "--replay-speed", "0.001"], "--replay-speed must be 1.0..1000000.0, got 0.001"),
+        (["tune", "--replay", PNPOLY, "--budget", "5", "--replay-speed", "nan"], "--replay-speed must be 1.0..1000000.0, got nan"),
         (["tune", "--resume", "99999999999999999999"], "--resume must be 1..2147483647, got"),
         (["tune", "--resume", str(2**31)], "--resume must be 1..2147483647, got 2147483648"),
         (["trials", "99999999999999999999"], "JOB must be 1..2147483647, got"),

@@ -11,7 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from db import JobRecord, TrialRecord, TuningLog
 from tuner import strategies
-from tuner.bounds import MAX_BATCH, MAX_JOB_ID, MAX_SEED, MAX_TRIALS
+from tuner.bounds import MAX_BATCH, MAX_JOB_ID, MAX_REPLAY_SPEED, MAX_SEED, MAX_TRIALS, MIN_REPLAY_SPEED
 from tuner.budget import Budget
 from tuner.cli.common import (
     CliError,
@@ -82,6 +82,7 @@ def tune(
     check_range("--patience", patience, 1, MAX_TRIALS)
     check_range("--seed", seed, 0, MAX_SEED)
     check_range("--batch", batch, 1, MAX_BATCH)
+    check_range("--replay-speed", replay_speed, MIN_REPLAY_SPEED, MAX_REPLAY_SPEED)
     if out_file is not None:
         out_file = check_output("--out", out_file)
     if resume is not None:

@@ -12,6 +12,7 @@ from typing import Sequence
 
 from search_space.formats.kernel_tuner import RecordedSpace
 from search_space.parameters import Config
+from tuner.bounds import MAX_REPLAY_SPEED, MIN_REPLAY_SPEED
 from tuner.measure.base import Backend, Measurement, Status
 
 __all__ = ["ReplayBackend"]
@@ -22,9 +23,9 @@ class ReplayBackend(Backend):
 
     def __init__(self, recording: RecordedSpace, *, speed: float | None = None) -> None:
         """``speed``: also spend the recorded time in real time, ``speed`` times faster
-        (for watching a job live); ``None`` answers at once."""
-        if speed is not None and not speed > 0:
-            raise ValueError(f"replay speed must be > 0, got {speed}")
+        (for watching a job live), from real time (1) to 10^6; ``None`` answers at once."""
+        if speed is not None and not MIN_REPLAY_SPEED <= speed <= MAX_REPLAY_SPEED:
+            raise ValueError(f"replay speed must be {MIN_REPLAY_SPEED:g}..{MAX_REPLAY_SPEED:g}, got {speed}")
         self.recording = recording
         self.speed = speed
 
