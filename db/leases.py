@@ -7,7 +7,8 @@ runner died) is claimable again and is resumed from its trials. Claims are atomi
 PostgreSQL locks the candidate row with ``FOR UPDATE SKIP LOCKED``; SQLite, which serialises
 writers, uses an UPDATE conditioned on the row still being claimable and checks the rowcount.
 
-Jobs run by ``ktune tune`` have no lease and are never claimed while running.
+Jobs run by ``ktune tune`` have no lease and are never claimed while running; their process
+is in ``claimed_by`` and reads ``cancel_requested`` after each batch, as a runner does.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ __all__ = [
     "control",
     "release",
     "renew",
+    "cancel_unheld",
     "request_cancel",
 ]
 
@@ -125,30 +127,39 @@ def control(conn: Connection, job_id: int) -> JobControl | None:
 
 
 def request_cancel(conn: Connection, job_id: int, now: datetime) -> None:
-    """Cancel a job: at once when queued or abandoned, else ask its runner to stop.
+    """Cancel a job: at once when queued, abandoned (lease expired) or held by nobody, else
+    ask its holder (a runner, or a ``ktune tune`` process) to stop after its current batch.
 
-    Raises LookupError for an unknown job and :class:`JobStateConflict` for a finished one
-    or one run by ``ktune tune`` (no lease: only that process can stop it).
+    Raises LookupError for an unknown job and :class:`JobStateConflict` for a finished one.
     """
     finish = {"state": "cancelled", "finished_at": now, "cancel_requested": True}
     queued = update(job_t).where(job_t.c.id == job_id, job_t.c.state == "queued")
     if conn.execute(queued.values(finish)).rowcount == 1:
         return
+    running = (job_t.c.id == job_id, job_t.c.state == "running")
     abandoned = update(job_t).where(
-        job_t.c.id == job_id, job_t.c.state == "running", job_t.c.lease_until < now
+        *running, or_(job_t.c.lease_until < now, job_t.c.claimed_by.is_(None))
     )
     if conn.execute(abandoned.values({**finish, "claimed_by": None, "lease_until": None})).rowcount == 1:
         return
-    leased = update(job_t).where(
-        job_t.c.id == job_id, job_t.c.state == "running", job_t.c.claimed_by.is_not(None)
-    )
-    if conn.execute(leased.values(cancel_requested=True)).rowcount == 1:
+    held = update(job_t).where(*running)
+    if conn.execute(held.values(cancel_requested=True)).rowcount == 1:
         return
     current = control(conn, job_id)
     if current is None:
         raise LookupError(f"no job {job_id}")
-    if current.state in FINAL_STATES:
-        raise JobStateConflict(f"job {job_id} is already {current.state}")
-    raise JobStateConflict(
-        f"job {job_id} is run by a `ktune tune` process, not by a runner; stop it there"
+    raise JobStateConflict(f"job {job_id} is already {current.state}")
+
+
+def cancel_unheld(conn: Connection, job_id: int, holder: str, now: datetime) -> bool:
+    """Cancel at once a running job whose lease-less holder (a ``ktune tune`` process) is
+    known to be dead, unless another process has taken it since; True when cancelled."""
+    stmt = (
+        update(job_t)
+        .where(
+            job_t.c.id == job_id, job_t.c.state == "running", job_t.c.claimed_by == holder,
+            job_t.c.lease_until.is_(None),
+        )
+        .values(state="cancelled", finished_at=now, cancel_requested=True, claimed_by=None)
     )
+    return conn.execute(stmt).rowcount == 1

@@ -486,15 +486,28 @@ class TuningLog:
             return leases.control(conn, job_id)
 
     def request_cancel(self, job_id: int) -> JobRecord:
-        """Cancel a job: at once when queued or abandoned, else within a batch of its runner.
+        """Cancel a job: at once when queued or abandoned, else within a batch of the runner
+        or ``ktune tune`` process that holds it.
 
-        Raises LookupError for an unknown job, :class:`db.JobStateConflict` when it cannot
-        be cancelled (finished, or run by a ``ktune tune`` process).
+        Raises LookupError for an unknown job, :class:`db.JobStateConflict` for a finished one.
         """
         with self._write() as conn:
             leases.request_cancel(conn, job_id, utcnow())
             row = conn.execute(jobs_query().where(job_t.c.id == job_id)).one()
         return to_job(row)
+
+    def cancel_unheld(self, job_id: int, holder: str) -> JobRecord:
+        """Cancel at once a running job whose ``ktune tune`` process ``holder`` is known to
+        be dead (``tuner.holder``); a no-op when another process holds it by now."""
+        with self._write() as conn:
+            leases.cancel_unheld(conn, job_id, holder, utcnow())
+            row = conn.execute(jobs_query().where(job_t.c.id == job_id)).one()
+        return to_job(row)
+
+    def withdraw_cancel(self, job_id: int) -> None:
+        """Forget an earlier cancel request: the job is being resumed on purpose."""
+        with self._write() as conn:
+            conn.execute(update(job_t).where(job_t.c.id == job_id).values(cancel_requested=False))
 
     # -- build-time lookup (db/lookup.py) -------------------------------------------------
 

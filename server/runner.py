@@ -189,12 +189,19 @@ class Runner:
                 self._running.discard(job_id)
 
     def _should_stop(self, job_id: int) -> bool:
-        if self._stopping.is_set():
-            raise RunnerShutdown()
-        control = self._tlog.job_control(job_id)
+        try:
+            control = self._tlog.job_control(job_id)
+        except DatabaseError:
+            if self._stopping.is_set():
+                raise RunnerShutdown() from None
+            raise
         if control is None or control.claimed_by != self.name:
             raise LeaseLost(f"job {job_id} is no longer held by runner {self.name}")
-        return control.cancel_requested
+        if control.cancel_requested:  # before a shutdown, which would queue the job again
+            return True
+        if self._stopping.is_set():
+            raise RunnerShutdown()
+        return False
 
     def _fail(self, job_id: int, message: str) -> None:
         """Record why a job failed (``run_job`` does for errors inside the loop, not before)."""

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 
 from db import JobRecord
 
-__all__ = ["live_holder", "process_holder"]
+__all__ = ["dead_holder", "live_holder", "process_holder"]
 
 _PREFIX = "ktune-tune"
 
@@ -35,14 +35,29 @@ def live_holder(job: JobRecord, now: datetime | None = None) -> str | None:
         if job.lease_until > now:
             return f"runner {job.claimed_by}, lease until {job.lease_until:%Y-%m-%d %H:%M:%S} UTC"
         return None
-    prefix, _, rest = job.claimed_by.partition(":")
+    pid = _local_process(job.claimed_by)
+    if pid is None or pid == os.getpid() or not _alive(pid):
+        return None
+    return f"ktune tune, process {pid}"
+
+
+def dead_holder(job: JobRecord) -> bool:
+    """Whether ``job`` is running without a lease and its ``ktune tune`` process, on this
+    host, provably no longer exists (``kill -9``). A process on another host may be alive:
+    not provably dead."""
+    if job.state != "running" or job.lease_until is not None or not job.claimed_by:
+        return False
+    pid = _local_process(job.claimed_by)
+    return pid is not None and pid != os.getpid() and not _alive(pid)
+
+
+def _local_process(holder: str) -> int | None:
+    """The pid of a ``ktune tune`` holder on this host, else ``None``."""
+    prefix, _, rest = holder.partition(":")
     host, _, pid_text = rest.rpartition(":")
     if prefix != _PREFIX or host != socket.gethostname() or not pid_text.isdigit():
         return None
-    pid = int(pid_text)
-    if pid == os.getpid() or not _alive(pid):
-        return None
-    return f"ktune tune, process {pid}"
+    return int(pid_text)
 
 
 def _alive(pid: int) -> bool:

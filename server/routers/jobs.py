@@ -13,6 +13,7 @@ from server.schemas.jobs import JobCreate, JobOut, JobPage, JobState, TrialPage
 from server.submissions import FieldError, submit
 from server.views import job_out, trial_out
 from tuner.bounds import MAX_JOB_ID
+from tuner.holder import dead_holder
 
 __all__ = ["MAX_JOBS_PAGE", "MAX_TRIALS_PAGE", "router"]
 
@@ -88,6 +89,8 @@ def cancel_job(job_id: JobId, _: Writer, tlog: LogDep, catalog: CatalogDep) -> J
         raise _not_found(job_id) from None
     except JobStateConflict as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, detail=str(exc)) from None
+    if dead_holder(job):  # its `ktune tune` process was killed: nothing would ever stop it
+        job = tlog.cancel_unheld(job_id, str(job.claimed_by))
     return job_out(job, catalog)
 
 

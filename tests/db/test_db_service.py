@@ -57,8 +57,23 @@ def test_jobs_run_by_the_cli_are_never_claimed(log: TuningLog, workload: Workloa
     cli = log.create_job(job_spec(workload, device), state="running")  # `ktune tune`: no lease
     assert cli.lease_until is None
     assert log.claim_job("runner", 30) is None
-    with pytest.raises(JobStateConflict, match="ktune tune"):
-        log.request_cancel(cli.id)
+
+
+def test_cancel_of_a_cli_job(log: TuningLog, workload: WorkloadRecord, device: DeviceRecord) -> None:
+    """A `ktune tune` process holds its job without a lease: a cancel asks it to stop (it reads
+    the flag after each batch); one of a job held by nobody, or whose process died, is at once."""
+    unheld = log.create_job(job_spec(workload, device), state="running")
+    assert log.request_cancel(unheld.id).state == "cancelled"
+    held = log.create_job(job_spec(workload, device), state="running")
+    log.set_job_state(held.id, "running", holder="ktune-tune:host:123")
+    asked = log.request_cancel(held.id)
+    assert asked.state == "running" and asked.cancel_requested and asked.claimed_by == "ktune-tune:host:123"
+    assert log.cancel_unheld(held.id, "ktune-tune:host:999").state == "running"  # not its holder
+    gone = log.cancel_unheld(held.id, "ktune-tune:host:123")
+    assert gone.state == "cancelled" and gone.claimed_by is None and gone.finished_at is not None
+    log.withdraw_cancel(held.id)  # `ktune tune --resume` of it, on purpose
+    job = log.get_job(held.id)
+    assert job is not None and not job.cancel_requested
 
 
 def test_renew_and_release_only_for_the_holder(log: TuningLog, workload: WorkloadRecord, device: DeviceRecord) -> None:

@@ -144,6 +144,18 @@ def test_stopping_a_runner_requeues_its_job_and_another_resumes_it(db_url: str) 
         assert [t.seq for t in trials] == list(range(80)) and len({t.config_key for t in trials}) == 80
 
 
+def test_a_job_cancelled_before_its_runner_stops_ends_cancelled_not_queued(db_url: str) -> None:
+    with TuningLog.open(db_url) as tlog:
+        (job_id,) = queue(tlog, 1, budget=2000, speed=200, batch=2)
+        runner = Runner(tlog, lease_s=30, poll_s=0.02)
+        runner.start()
+        wait_for(lambda: tlog.get_job(job_id).n_trials >= 4)  # type: ignore[union-attr]
+        tlog.request_cancel(job_id)
+        runner.stop(10)  # at once: the cancel and the shutdown reach the same batch
+        job = tlog.get_job(job_id)
+        assert job is not None and job.state == "cancelled" and job.finished_at is not None
+
+
 def test_a_job_that_cannot_start_is_marked_failed_and_the_runner_goes_on(db_url: str) -> None:
     with TuningLog.open(db_url) as tlog:
         ids = queue(tlog, 2, budget=5)

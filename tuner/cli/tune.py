@@ -43,7 +43,7 @@ _REASONS = {
     "target": "target time reached",
     "patience": "no improvement within the patience",
     "exhausted": "every configuration of the space measured",
-    "stopped": "stopped",
+    "stopped": "on request (REST API or dashboard)",
 }
 #: the options that go with --resume; a resumed job keeps everything else it was created with
 _RESUME_OPTIONS = frozenset({"resume", "out_file", "quiet", "db"})
@@ -103,6 +103,8 @@ def tune(
                 return
             if (running := live_holder(job)) is not None:  # before reading a large recording
                 raise CliError(f"job {resume} is running ({running}); stop it first or let it finish")
+            if job.cancel_requested:  # resuming on purpose overrides an earlier cancel
+                tlog.withdraw_cancel(resume)
             try:
                 resumed = open_source(job.spec.backend, job.spec.options)
             except SourceError as exc:
@@ -180,7 +182,10 @@ def _run(tlog: TuningLog, job_id: int, source: Source, total: int | None, out_fi
 
     try:
         with progress:
-            outcome = run_job(tlog, job_id, source=source, on_batch=[show], holder=process_holder())
+            outcome = run_job(
+                tlog, job_id, source=source, on_batch=[show], holder=process_holder(),
+                should_stop=lambda: _cancel_requested(tlog, job_id),
+            )
     except KeyboardInterrupt:
         message = f"interrupted: job {job_id} keeps its trials; continue with `ktune tune --resume {job_id}`"
         try:
@@ -193,6 +198,13 @@ def _run(tlog: TuningLog, job_id: int, source: Source, total: int | None, out_fi
     if out_file is not None:
         _save(out_file, job_document(job, trials, optimum_ms), job_id)
     _summary(tlog, job, outcome, optimum_ms, out_file, trials)
+
+
+def _cancel_requested(tlog: TuningLog, job_id: int) -> bool:
+    """Whether a cancel was asked for the job (``POST /v1/jobs/{id}/cancel``, the dashboard):
+    read after each batch, as a runner does."""
+    control = tlog.job_control(job_id)
+    return control is not None and control.cancel_requested
 
 
 def _write_out(tlog: TuningLog, job_id: int, out_file: Path | None, optimum_ms: float | None) -> None:
