@@ -9,6 +9,7 @@ from fastapi.testclient import TestClient
 from db import TuningLog
 from tests.server.conftest import AUTH
 from tests.tuner.test_resume_cli import _job, _start, _wait_for_trials
+from tuner.cli.app import main
 
 
 def test_a_live_cli_job_stops_within_a_batch_of_a_cancel(idle_client: TestClient, db_url: str) -> None:
@@ -28,8 +29,10 @@ def test_a_live_cli_job_stops_within_a_batch_of_a_cancel(idle_client: TestClient
     assert job.state == "cancelled" and at_cancel <= job.n_trials <= at_cancel + 4  # batches of 2
 
 
-def test_a_cli_job_whose_process_died_is_cancelled_at_once(idle_client: TestClient, db_url: str) -> None:
-    proc = _start(db_url, "random", 2000)
+def test_a_cli_job_whose_process_died_is_cancelled_at_once_and_resumes_on_purpose(
+    idle_client: TestClient, db_url: str
+) -> None:
+    proc = _start(db_url, "random", 40)
     try:
         job_id = _wait_for_trials(db_url, 2, proc)
     finally:
@@ -38,3 +41,7 @@ def test_a_cli_job_whose_process_died_is_cancelled_at_once(idle_client: TestClie
     response = idle_client.post(f"/v1/jobs/{job_id}/cancel", headers=AUTH)
     assert response.status_code == 200 and response.json()["state"] == "cancelled"
     assert idle_client.post(f"/v1/jobs/{job_id}/cancel", headers=AUTH).status_code == 409  # already
+    assert main(["tune", "--resume", str(job_id), "--db", db_url, "-q"]) == 0  # not stopped by the old cancel
+    with TuningLog.open(db_url) as tlog:
+        job = _job(tlog, job_id)
+    assert job.state == "done" and job.n_trials == 40 and not job.cancel_requested
