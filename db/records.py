@@ -89,6 +89,7 @@ class JobRecord:
     lease_until: datetime | None = None  # when its hold expires unless renewed
     cancel_requested: bool = False
     best_config: dict[str, Any] | None = None  # config of the best trial so far
+    best_seq: int | None = None  # its position among the job's trials (TrialOut.seq)
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,7 @@ def jobs_query() -> Select[Any]:
             workload_t.c.key.label("workload_key"),
             device_t.c.name.label("device_name"),
             _best_trial.c.config.label("best_config"),
+            _best_trial.c.seq.label("best_seq"),
         )
         .join_from(job_t, workload_t, job_t.c.workload_id == workload_t.c.id)
         .join(device_t, job_t.c.device_id == device_t.c.id)
@@ -161,6 +162,7 @@ def to_job(row: Row[Any]) -> JobRecord:
         lease_until=row.lease_until,
         cancel_requested=bool(row.cancel_requested),
         best_config=row.best_config,
+        best_seq=row.best_seq,
     )
 
 

@@ -55,7 +55,7 @@ def job_out(job: JobRecord, catalog: RecordingCatalog) -> JobOut:
         n_trials=job.n_trials,
         progress=progress(job),
         best_time_ms=job.best_time_ms,
-        best_trial=job.best_trial_id,
+        best_trial=job.best_seq,
         best_config=job.best_config,
         clock_s=job.clock_s,
         space=_space(job, catalog),

@@ -106,7 +106,9 @@ class JobOut(BaseModel):
     n_trials: int
     progress: float | None = Field(description="Share of the budget spent, 0 to 1.")
     best_time_ms: float | None
-    best_trial: int | None
+    best_trial: int | None = Field(
+        description="Position of the best trial among the job's trials (the seq of /v1/jobs/{id}/trials)."
+    )
     best_config: dict[str, Any] | None
     clock_s: float = Field(description="Tuning time spent (replayed GPU time for recordings).")
     space: SpaceRef | None

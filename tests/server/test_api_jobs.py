@@ -26,6 +26,7 @@ def test_a_submitted_job_runs_to_completion(client: TestClient) -> None:
     ok = [t for t in trials if t["status"] == "ok"]
     fastest = min(ok, key=lambda t: t["time_ms"])
     assert job["best_time_ms"] == fastest["time_ms"] and job["best_config"] == fastest["config"]
+    assert job["best_trial"] == fastest["seq"]  # a position a client can find, not a row id
     assert job["best_time_ms"] >= job["space"]["optimum_ms"]
 
     # The best config is what a build system now reads back.
