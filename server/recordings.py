@@ -101,7 +101,8 @@ class RecordingCatalog:
         try:
             stat = path.stat()
         except OSError as exc:
-            raise FormatError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
+            problem = f"cannot read the file ({exc.strerror or type(exc).__name__})"
+            raise FormatError(f"{path}: {problem}", problem) from None
         key = (path, stat.st_size, stat.st_mtime_ns)
         with _cache_lock:
             cached = _cache.get(key)
@@ -128,7 +129,8 @@ def _read(path: Path) -> RecordedSpace:
         raise
     except (ValueError, ArithmeticError, RecursionError, MemoryError) as exc:
         log.exception("recording %s: unexpected error of the reader", path)
-        raise FormatError(f"{path}: cannot be read ({type(exc).__name__})") from None
+        problem = f"cannot be read ({type(exc).__name__})"
+        raise FormatError(f"{path}: {problem}", problem) from None
 
 
 def _stem(filename: str) -> str | None:

@@ -41,7 +41,7 @@ def build_request(body: JobCreate, catalog: RecordingCatalog) -> JobRequest:
         catalog.load(body.space)  # through the catalog: any reader error is a FormatError there
         source = ReplaySource.open(info.path, constraints=body.constraints, speed=body.replay_speed)
     except FormatError as exc:
-        raise FieldError(("space",), f"recorded space {body.space!r} cannot be read: {exc}") from None
+        raise FieldError(("space",), f"recorded space {body.space!r} cannot be read: {exc.problem}") from None
     except ValueError as exc:  # a constraint that does not parse, or leaves no config
         raise FieldError(("constraints",), str(exc)) from None
     if len(source.space) == 0:

@@ -139,7 +139,11 @@ class RecordLike(Protocol):
 
 
 def _error(path: Path, problem: str) -> FormatError:
-    return FormatError(f"{path}: {problem}".replace("\r", " ").replace("\n", " "))
+    return FormatError(_one_line(f"{path}: {problem}"), _one_line(problem))
+
+
+def _one_line(text: str) -> str:
+    return text.replace("\r", " ").replace("\n", " ")
 
 
 def load_cache(path: str | Path) -> RecordedSpace:
