@@ -52,6 +52,8 @@ def job_out(job: JobRecord, catalog: RecordingCatalog) -> JobOut:
             target_ms=spec.target_ms,
             patience=spec.options.get("patience"),
         ),
+        constraints=[str(c) for c in spec.options.get("constraints") or ()],
+        replay_speed=spec.options.get("replay_speed"),
         n_trials=job.n_trials,
         progress=progress(job),
         best_time_ms=job.best_time_ms,

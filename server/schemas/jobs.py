@@ -103,6 +103,8 @@ class JobOut(BaseModel):
     seed: int | None
     batch_size: int
     budget: BudgetOut
+    constraints: list[str] = Field(description="The job's constraints beyond its space's own.")
+    replay_speed: float | None = Field(description="Replayed GPU time spent this many times faster; null: at once.")
     n_trials: int
     progress: float | None = Field(description="Share of the budget spent, 0 to 1.")
     best_time_ms: float | None

@@ -18,6 +18,7 @@ def test_a_submitted_job_runs_to_completion(client: TestClient) -> None:
     assert job["state"] == "done", job["error"]
     assert job["n_trials"] == 30 and job["progress"] == 1.0
     assert job["device"] == CONV_DEVICE and job["workload"] == "convolution_kernel/4096x4096/-"
+    assert job["constraints"] == [] and job["replay_speed"] is None
 
     page = client.get(f"/v1/jobs/{job['id']}/trials", params={"limit": 5000}).json()
     trials = page["items"]
@@ -121,3 +122,10 @@ def test_two_jobs_run_at_once_with_two_slots(db_url: str) -> None:
         for j in jobs:
             client.post(f"/v1/jobs/{j['id']}/cancel", headers=AUTH)
             assert wait_until(client, j["id"], finished)["state"] == "cancelled"
+
+
+def test_a_job_shows_the_constraints_and_replay_speed_it_was_submitted_with(idle_client: TestClient) -> None:
+    created = submit(idle_client, constraints=["block_size_x * block_size_y <= 256"], replay_speed=50)
+    assert created["constraints"] == ["block_size_x * block_size_y <= 256"] and created["replay_speed"] == 50
+    listed = idle_client.get("/v1/jobs").json()["items"][0]
+    assert (listed["constraints"], listed["replay_speed"]) == (created["constraints"], 50)
