@@ -86,6 +86,9 @@ def test_peak_fp32_is_consistent_with_lanes_clock_and_sm_count() -> None:
         ("AMD Instinct MI250X", "AMD Instinct MI250X"),  # ROCm names
         ("AMD Instinct MI250X/MI250", "AMD Instinct MI250X"),
         ("gfx908:sramecc+:xnack-", "AMD Instinct MI100"),
+        ("NVIDIA TITAN RTX", "NVIDIA TITAN RTX"),  # Benchmark Hub caches
+        ("NVIDIA GeForce RTX 3060 Laptop GPU", "NVIDIA GeForce RTX 3060 Laptop GPU"),
+        ("AMD Instinct MI50/MI60", "AMD Instinct MI50"),
     ],
 )
 def test_vendor_names_resolve(reported: str, expected: str) -> None:
@@ -94,7 +97,7 @@ def test_vendor_names_resolve(reported: str, expected: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["", "   ", None, "A100", "NVIDIA A100", "gfx90a", "gfx942:sramecc+", "RTX 30"]
+    "name", ["", "   ", None, "A100", "NVIDIA A100", "gfx90a", "gfx942:sramecc+", "RTX 30", "gfx906", "RTX 3060"]
 )
 def test_unknown_or_ambiguous_names_do_not_guess(name: str | None) -> None:
     assert default_catalog().get(name) is None
