@@ -28,9 +28,29 @@ def invalid(location: tuple[str | int, ...], message: str) -> RequestValidationE
 async def validation_failed(request: Request, exc: Exception) -> JSONResponse:
     """FastAPI's 422, with what it echoes made JSON-safe: the rejected input may be NaN,
     an infinity or a string with a lone surrogate, which no JSON response can hold (the
-    default handler answered those with a 500)."""
+    default handler answered those with a 500). A body that was not sent as JSON is a 415
+    saying so: FastAPI does not parse it, and its 422 ("Input should be a valid dictionary")
+    hides the cause."""
     assert isinstance(exc, RequestValidationError)
+    if _body_not_json(request, exc):
+        sent = request.headers.get("content-type")
+        got = f"got {sent[:100]!r}" if sent else "none was sent"
+        return JSONResponse({"detail": f"the body must be JSON, sent with Content-Type: application/json ({got})"}, status_code=415)
     return JSONResponse({"detail": _json_safe(jsonable_encoder(exc.errors()))}, status_code=422)
+
+
+def _body_not_json(request: Request, exc: RequestValidationError) -> bool:
+    """Whether the request carries a body in a media type other than JSON (``application/json``
+    or ``application/*+json``) and validation failed on that body."""
+    if request.method not in ("POST", "PUT", "PATCH"):
+        return False
+    headers = request.headers
+    if "transfer-encoding" not in headers and headers.get("content-length", "0") == "0":
+        return False  # no body at all: FastAPI's 422 "Field required" says it
+    media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if media == "application/json" or (media.startswith("application/") and media.endswith("+json")):
+        return False
+    return any(tuple(e.get("loc", ()))[:1] == ("body",) for e in exc.errors())
 
 
 def _json_safe(value: Any) -> Any:
@@ -59,5 +79,6 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     404: _doc("No such resource."),
     409: _doc("The job's state does not allow this."),
     413: _doc("Request body too large."),
+    415: _doc("The body was not sent as JSON (Content-Type: application/json)."),
     503: _doc("The tuning log does not answer."),
 }

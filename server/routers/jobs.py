@@ -33,7 +33,7 @@ def _not_found(job_id: int) -> HTTPException:
 @router.post(
     "",
     status_code=status.HTTP_201_CREATED,
-    responses={k: ERRORS[k] for k in (401, 413, 503)},
+    responses={k: ERRORS[k] for k in (401, 413, 415, 503)},
     summary="Submit a tuning job on a recorded space",
 )
 def create_job(

@@ -1,7 +1,8 @@
-"""Bad requests: 422 naming the field (or 413), and nothing written to the tuning log."""
+"""Bad requests: 422 naming the field (or 413, 415), and nothing written to the tuning log."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fastapi.testclient import TestClient
@@ -89,6 +90,22 @@ def test_malformed_json_and_wrong_types(idle_client: TestClient, tlog: TuningLog
     response = idle_client.post("/v1/jobs", json=job_body(budget={"trials": "many"}), headers=AUTH)
     assert response.status_code == 422 and response.json()["detail"][0]["loc"] == ["body", "budget", "trials"]
     assert _contents(tlog) == before
+
+
+def test_a_body_not_sent_as_json_is_415_saying_so(idle_client: TestClient, tlog: TuningLog) -> None:
+    before = _contents(tlog)
+    body = json.dumps(job_body()).encode()
+    for sent in ("text/plain", "application/x-www-form-urlencoded", None):
+        headers = {**AUTH, "Content-Type": sent} if sent else AUTH
+        response = idle_client.post("/v1/jobs", content=body, headers=headers)
+        assert response.status_code == 415, (sent, response.text)
+        assert "application/json" in response.json()["detail"]
+        assert (repr(sent) if sent else "none was sent") in response.json()["detail"]
+    assert _contents(tlog) == before
+    # JSON under a parameter or a +json type is still JSON; no body at all is a 422
+    response = idle_client.post("/v1/jobs", content=body, headers={**AUTH, "Content-Type": "application/json; charset=utf-8"})
+    assert response.status_code == 201
+    assert idle_client.post("/v1/jobs", headers=AUTH).status_code == 422
 
 
 def test_oversized_body_is_413(idle_client: TestClient, tlog: TuningLog) -> None:
