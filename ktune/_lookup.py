@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import operator as _operator
 import re
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 
+from cost_model.devices import normalise_name
 from db import LookupQuery, TuningLog, resolve_url
 from ktune._answer import Answer
 from ktune._model_tier import model_choice
 from ktune._similarity import catalog_knows, device_distance
-from search_space.workload import Workload, WorkloadError
+from search_space.workload import MAX_DIM, Workload, WorkloadError
 
 __all__ = ["Answer", "LookupInputError", "lookup", "parse_shape"]
 
@@ -29,19 +32,28 @@ class LookupInputError(ValueError):
 
 
 def parse_shape(shape: str | Sequence[int]) -> tuple[int, ...]:
-    """``"4096x4096"``, ``"4096,4096"`` or ``(4096, 4096)`` -> ``(4096, 4096)``."""
+    """``"4096x4096"``, ``"4096,4096"`` or a sequence of integers (numpy's too) ->
+    ``(4096, 4096)``; each size 1 to ``MAX_DIM``."""
     if isinstance(shape, str):
         parts = _SHAPE_SPLIT.split(shape.strip())
         if not all(p.isascii() and p.isdigit() for p in parts):  # not "²" or Arabic-Indic digits
-            raise LookupInputError("shape", f"{shape!r} is not like 4096x4096")
+            raise LookupInputError("shape", f"{shape[:100]!r} is not like 4096x4096")
+        if any(len(p.lstrip("0")) > len(str(MAX_DIM)) for p in parts):  # before int(): no 10^5-digit parse
+            raise LookupInputError("shape", f"sizes must be at most {MAX_DIM}")
         dims = tuple(int(p) for p in parts)
     else:
-        if not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
-            raise LookupInputError("shape", f"{list(shape)!r} must be a list of integers")
-        dims = tuple(shape)
+        try:
+            if any(isinstance(d, bool) for d in shape):
+                raise TypeError("True is not a size")
+            dims = tuple(_operator.index(d) for d in shape)
+        except TypeError:
+            raise LookupInputError("shape", f"{list(shape)!r} must be a list of integers") from None
     if not 1 <= len(dims) <= _MAX_RANK or any(d <= 0 for d in dims):
         raise LookupInputError("shape", f"{list(dims)} must be 1 to {_MAX_RANK} positive sizes")
+    if any(d > MAX_DIM for d in dims):
+        raise LookupInputError("shape", f"sizes must be at most {MAX_DIM}")
     return dims
+
 
 
 def _query(
@@ -59,8 +71,10 @@ def _query(
         if text is not None and "\x00" in text:
             raise LookupInputError(field, "must not contain NUL characters")
     if workload is not None:
-        if operator is not None or shape is not None:
-            raise LookupInputError("workload", "give a workload key or operator and shape, not both")
+        if operator is not None or shape is not None or dtype not in ("", "-") or layout:
+            raise LookupInputError(
+                "workload", "give a workload key or operator, shape, dtype and layout, not both"
+            )
         try:
             wl = Workload.from_key(workload)
         except WorkloadError as exc:
@@ -85,8 +99,8 @@ def lookup(
     shape: str | Sequence[int] | None = None,
     *,
     device: str,
-    dtype: str = "",
-    layout: str = "",
+    dtype: str | None = "",
+    layout: str | None = "",
     workload: str | None = None,
     db: TuningLog | str | None = None,
     fallback: bool = True,
@@ -99,14 +113,26 @@ def lookup(
     model's catalog); ``cost_model`` (a registered model's choice). ``fallback=False`` asks
     for an exact answer only. ``db``: an open log, a URL, or None for the default log.
     """
-    query = _query(operator, shape, dtype, layout, device, workload)
+    query = _query(operator, shape, "" if dtype is None else dtype, "" if layout is None else layout, device, workload)
     tlog = db if isinstance(db, TuningLog) else _open(db)
+    query = replace(query, device=canonical_device(tlog, query.device))
     distance = device_distance() if fallback else None
     result = tlog.lookup(query, fallback=fallback, device_distance=distance)
     if result is not None:
         return Answer.from_result(query, result)
     _check_known(tlog, query)
     return model_choice(tlog, query) if fallback else None
+
+
+def canonical_device(tlog: TuningLog, name: str) -> str:
+    """The log's own spelling of device ``name``: the name itself when the log has it, else
+    the one device of the log whose name normalises alike (case, ``-``/``_``/spaces, a
+    leading vendor word: ``nvidia rtx a4000`` is ``NVIDIA RTX A4000``), else ``name``."""
+    if tlog.get_device(name) is not None:
+        return name
+    key = normalise_name(name)
+    same = [d.name for d in tlog.list_devices() if normalise_name(d.name) == key]
+    return same[0] if len(same) == 1 else name
 
 
 def _check_known(tlog: TuningLog, query: LookupQuery) -> None:

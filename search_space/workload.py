@@ -5,7 +5,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Workload", "WorkloadError"]
+__all__ = ["MAX_DIM", "Workload", "WorkloadError"]
+
+#: the largest size of a shape's dimension: 2^53 - 1, exact in a double and in JSON readers
+#: that use one (JavaScript's), and within C's ``long long`` of the generated headers
+MAX_DIM = 2**53 - 1
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
 
@@ -32,6 +36,8 @@ class Workload:
             raise WorkloadError(f"operator name {self.operator!r} is not a valid name")
         if not self.shape or any((not isinstance(d, int)) or d <= 0 for d in self.shape):
             raise WorkloadError(f"shape {self.shape!r} must be a non-empty tuple of positive ints")
+        if any(d > MAX_DIM for d in self.shape):
+            raise WorkloadError(f"shape {self.shape!r}: sizes must be at most {MAX_DIM}")
         for label, text in (("dtype", self.dtype), ("layout", self.layout)):
             if text and not _NAME.fullmatch(text):
                 raise WorkloadError(f"{label} {text!r} is not a valid name")
@@ -48,10 +54,10 @@ class Workload:
         parts = key.split("/")
         if len(parts) not in (3, 4):
             raise WorkloadError(f"workload key {key!r} is not operator/shape/dtype[/layout]")
-        try:
-            shape = tuple(int(d) for d in parts[1].split("x"))
-        except ValueError:
-            raise WorkloadError(f"workload key {key!r}: shape {parts[1]!r} is not like 64x64") from None
+        dims = parts[1].split("x")
+        if not all(d.isascii() and d.isdigit() and len(d) <= len(str(MAX_DIM)) for d in dims):
+            raise WorkloadError(f"workload key {key[:200]!r}: shape {parts[1][:100]!r} is not like 64x64")
+        shape = tuple(int(d) for d in dims)
         dtype = "" if parts[2] == "-" else parts[2]
         return cls(parts[0], shape, dtype, parts[3] if len(parts) == 4 else "")
 
