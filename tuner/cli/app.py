@@ -17,6 +17,10 @@ from tuner.cli.tune import tune
 from tuner.cli.worker import worker
 from tuner.measure.base import BackendError
 
+#: the exit code when the tuning log cannot be reached or read (a build script can tell it
+#: from 1, "nothing tuned answers that")
+EXIT_LOG_UNAVAILABLE = 4
+
 __all__ = ["app", "main"]
 
 app = typer.Typer(
@@ -80,8 +84,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("KTUNE_DEBUG"):
             raise
         err.print(f"error: {exc}", markup=False)
-        trouble = isinstance(exc, (DatabaseError, BackendError)) and not isinstance(exc, DatabaseInputError)
-        return 1 if trouble else 2
+        if isinstance(exc, DatabaseInputError) or not isinstance(exc, (DatabaseError, BackendError)):
+            return 2
+        return EXIT_LOG_UNAVAILABLE if isinstance(exc, DatabaseError) else 1
     except KeyboardInterrupt:
         err.print("interrupted", markup=False)
         return 130

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from enum import Enum
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -12,11 +13,13 @@ from rich.table import Table
 import ktune
 from db import JOB_STATES, TuningLog
 from ktune import Answer
+from ktune._lookup import canonical_device
+from ktune._similarity import device_distance
 from search_space.workload import Workload, WorkloadError
 from tuner.bounds import MAX_JOB_ID
 from tuner.cli.common import MAX_LIMIT, CliError, DbOption, check_range, open_log, out
-from tuner.cli.lookup_formats import render_env, render_header, render_json
-from tuner.cli.output import format_config, format_duration, format_ms, trial_row, trials_csv
+from tuner.cli.lookup_formats import ENV_NAME, ENV_PREFIX, render_env, render_header, render_json
+from tuner.cli.output import format_config, format_duration, format_ms, trial_row, trials_csv, write_text_atomic
 
 __all__ = ["jobs", "trials", "best", "devices"]
 
@@ -85,31 +88,59 @@ def best(
     layout: Annotated[str, typer.Option("--layout", help="Layout of the workload, if any.")] = "",
     exact: Annotated[bool, typer.Option("--exact", help="Only an exact answer: no nearest shape, similar device or model.")] = False,
     fmt: Annotated[BestFormat, typer.Option("--format", "-f", help="table | json | env (shell variables) | header (C/C++).")] = BestFormat.table,
+    prefix: Annotated[str, typer.Option("--prefix", help="Prefix of the variables of --format env (one per kernel, so that two kernels' answers do not mix).")] = ENV_PREFIX,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file (atomically: on any error it is left as it was) instead of stdout.")] = None,
     db: DbOption = None,
 ) -> None:
     """Best configurations in the log, or the lookup a build system makes.
 
-    With --operator and --shape (or --workload) and --device it answers like GET /v1/best: the exact config, else the nearest tuned shape, a similar device or the cost model, and says which. --format header writes a C/C++ header with a dispatch function over every tuned shape of the operator on the device (--shape is then optional).
+    With --device and --operator and --shape (or --workload) it answers like GET /v1/best: the exact config, else the nearest tuned shape, a similar device or the cost model, and says which. --format header writes a C/C++ header with a dispatch function over every tuned shape of the operator on the device (--shape is then optional). Exit codes: 0 answered, 1 nothing tuned answers it, 2 bad input, 4 the tuning log cannot be read.
     """
-    lookup_mode = operator is not None or shape is not None or fmt in (BestFormat.env, BestFormat.header)
+    lookup_mode = (
+        operator is not None or shape is not None or (workload is not None and device is not None)
+        or fmt in (BestFormat.env, BestFormat.header)
+    )
+    if fmt is not BestFormat.env and prefix != ENV_PREFIX:
+        raise CliError("--prefix applies to --format env")
+    if output is not None and fmt is BestFormat.table:
+        raise CliError("--output writes --format json, env or header")
     if not lookup_mode:
-        _list_best(workload, device, fmt, db)
+        if exact or dtype or layout:
+            raise CliError("--exact, --dtype and --layout apply to a lookup: give --device with --workload, or --operator and --shape")
+        _emit(_list_best(workload, device, fmt, db), output)
         return
     if device is None:
         raise CliError(f"--format {fmt.value} and --operator/--shape need --device")
+    if workload is not None and (operator is not None or shape is not None or dtype not in ("", "-") or layout):
+        raise CliError("--workload already names the operator, shape, dtype and layout: give either")
     if fmt is BestFormat.header:
-        _header(workload, device, operator, shape, dtype, layout, exact, db)
+        _emit(_header(workload, device, operator, shape, dtype, layout, exact, db), output)
         return
     with open_log(db) as tlog:
         answer = _lookup(tlog, workload, device, operator, shape, dtype, layout, exact)
     if fmt is BestFormat.env:
-        print(render_env(answer), end="")
+        if not ENV_NAME.fullmatch(prefix):
+            raise CliError(f"--prefix {prefix[:50]!r} must be letters, digits and _, not starting with a digit")
+        _emit(render_env(answer, prefix), output)
     elif fmt is BestFormat.json:
-        print(render_json(answer), end="")
+        _emit(render_json(answer), output)
     else:
         table = Table("tier", "tuned for", "on", "time", "config")
         table.add_row(answer.tier, answer.workload, answer.device, format_ms(answer.time_ms), format_config(answer.config))
         out.print(table)
+
+
+def _emit(text: str | None, output: Path | None) -> None:
+    """``text`` to stdout, or atomically to ``output`` (a temporary file beside it, renamed)."""
+    if text is None:
+        return
+    if output is None:
+        print(text, end="")
+        return
+    try:
+        write_text_atomic(output, text)
+    except OSError as exc:
+        raise CliError(f"--output {str(output)[:200]}: {exc.strerror or exc}") from None
 
 
 def _lookup(
@@ -129,7 +160,7 @@ def _lookup(
 def _header(
     workload: str | None, device: str, operator: str | None, shape: str | None,
     dtype: str, layout: str, exact: bool, db: str | None,
-) -> None:
+) -> str:
     if workload is not None:
         try:
             parsed = Workload.from_key(workload)
@@ -143,29 +174,49 @@ def _header(
         answer = None
         if workload is not None or shape is not None:
             answer = _lookup(tlog, workload, device, None if workload else operator, shape, dtype, layout, exact)
-        tuned = tlog.tuned_configs(operator=operator, dtype=dtype, layout=layout, device=device)
+        asked = canonical_device(tlog, device)
+        # the shapes tuned on the device that answered: the asked one, or the most similar
+        tuned_on = answer.device if answer is not None else asked
+        tuned = tlog.tuned_configs(operator=operator, dtype=dtype, layout=layout, device=tuned_on)
+        if not tuned and answer is None and not exact:
+            tuned_on = _most_similar_device(tlog, asked, operator, dtype, layout) or asked
+            tuned = tlog.tuned_configs(operator=operator, dtype=dtype, layout=layout, device=tuned_on)
         if answer is not None:
             tuned = [t for t in tuned if len(t.shape) == len(answer.query.shape)]
         if not tuned:
-            raise CliError(f"no tuned shapes of {operator} on {device!r} in {tlog.url}", 1)
-        print(render_header(tuned, operator=operator, device=device, answer=answer, dtype=dtype, layout=layout, source=tlog.url), end="")
+            raise CliError(f"no tuned shapes of {operator} on {device!r}" + (" (--exact)" if exact else ""), 1)
+        return render_header(tuned, operator=operator, device=tuned_on, asked_device=asked, answer=answer, dtype=dtype, layout=layout)
 
 
-def _list_best(workload: str | None, device: str | None, fmt: BestFormat, db: str | None) -> None:
+def _most_similar_device(tlog: TuningLog, device: str, operator: str, dtype: str, layout: str) -> str | None:
+    """The device of the log with tuned shapes of the operator whose spec is nearest to
+    ``device``'s (the lookup's ``similar_device`` tier), or None when none can be told."""
+    distance = device_distance()
+    if distance is None:
+        return None
+    near = []
+    for name in sorted({t.device_name for t in tlog.tuned_configs(operator=operator, dtype=dtype, layout=layout)}):
+        d = distance(device, name)
+        if d is not None:
+            near.append((d, name))
+    return min(near)[1] if near else None
+
+
+def _list_best(workload: str | None, device: str | None, fmt: BestFormat, db: str | None) -> str | None:
     with open_log(db) as tlog:
         rows = tlog.best(workload_key=workload, device_name=device)
     if fmt is BestFormat.json:
-        print(json.dumps([
+        return json.dumps([
             {"workload": b.workload_key, "device": b.device_name, "time_ms": b.time_ms, "config": b.config, "trial": b.trial_id}
             for b in rows
-        ], indent=1))
-        return
+        ], indent=1) + "\n"
     if not rows:
         raise CliError("no best configuration matches" + (f" workload {workload!r}" if workload else "") + (f" device {device!r}" if device else ""), 1)
     table = Table("workload", "device", "time", "config")
     for b in rows:
         table.add_row(b.workload_key, b.device_name, format_ms(b.time_ms), format_config(b.config))
     out.print(table)
+    return None
 
 
 def devices(db: DbOption = None) -> None:

@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 from db import JobRecord, TrialRecord
 
-__all__ = ["trial_row", "job_document", "write_json_atomic", "trials_csv", "format_ms", "format_config"]
+__all__ = ["trial_row", "job_document", "write_json_atomic", "write_text_atomic", "trials_csv", "format_ms", "format_config"]
 
 
 def trial_row(t: TrialRecord) -> dict[str, Any]:
@@ -52,14 +52,19 @@ def job_document(job: JobRecord, trials: Sequence[TrialRecord], optimum_ms: floa
 
 
 def write_json_atomic(path: Path, document: Any) -> None:
-    """Write JSON so that a reader never sees half a file; mode 0644, as ``ktune export``'s
-    files. The directory must exist (``check_output`` creates it)."""
+    """Write JSON so that a reader never sees half a file (see :func:`write_text_atomic`)."""
+    write_text_atomic(path, json.dumps(document, indent=1) + "\n")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` so that a reader never sees half a file, and a failure leaves the old
+    file as it was: a temporary file beside it, renamed over it; mode 0644, as ``ktune
+    export``'s files. The directory must exist (``check_output`` creates it)."""
     path = path.expanduser()
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(document, fh, indent=1)
-            fh.write("\n")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o644)
