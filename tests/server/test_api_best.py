@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any, TypedDict
 
@@ -54,6 +55,8 @@ def test_exact_answer(idle_client: TestClient, tuned: dict[tuple[int, ...], dict
     assert answer["config"] == tuned[(4096, 4096, 4096)] and answer["time_ms"] == 20.0
     by_key = _best(idle_client, workload="matmul/4096x4096x4096/float32", device=A100).json()
     assert by_key == answer
+    # times are written as everywhere else in the API: ISO 8601, UTC, with a Z
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", answer["updated_at"]), answer["updated_at"]
 
 
 def test_nearest_tuned_shape_on_the_same_device(idle_client: TestClient, tuned: dict[tuple[int, ...], dict[str, Any]]) -> None:
