@@ -5,6 +5,10 @@ URLs resolve as: the explicit argument, else ``$KTUNE_DATABASE_URL``, else a SQL
 supported; every failure to reach the database is a :class:`DatabaseError` with a one-line
 message that names the URL with its password masked. A URL that names no usable database (not a
 URL, another database system, a file that is not SQLite) is a :class:`DatabaseInputError`.
+
+A read-only engine (``make_engine(url, read_only=True)``, for build-time lookups that may run
+on a read-only copy of the log) creates nothing and changes nothing: no folder, no database
+file, no journal-mode switch; a PostgreSQL session is read-only.
 """
 
 from __future__ import annotations
@@ -12,11 +16,13 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+import stat
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, unquote, urlsplit
 
 import platformdirs
 from sqlalchemy import Engine, create_engine, event
@@ -48,6 +54,7 @@ ENV_VAR = "KTUNE_DATABASE_URL"
 SQLITE_BUSY_TIMEOUT_S = 30
 CONNECT_TIMEOUT_S = 5
 _BACKENDS = ("sqlite", "postgresql")
+_PG_READ_ONLY_TRANSACTION = "25006"  # SQLSTATE of a write in a read-only session or standby
 
 
 class DatabaseError(RuntimeError):
@@ -68,10 +75,12 @@ class DatabaseInputError(DatabaseError):
     database: retrying cannot help."""
 
 
-def default_url() -> str:
-    """The embedded default: ``ktune.db`` in the user's data directory (created if needed)."""
+def default_url(*, make_dir: bool = True) -> str:
+    """The embedded default: ``ktune.db`` in the user's data directory (created if needed,
+    unless ``make_dir`` is false)."""
     data_dir = Path(platformdirs.user_data_dir("ktune"))
-    data_dir.mkdir(parents=True, exist_ok=True)
+    if make_dir:
+        data_dir.mkdir(parents=True, exist_ok=True)
     return URL.create("sqlite", database=str(data_dir / "ktune.db")).render_as_string()
 
 
@@ -92,13 +101,14 @@ def _parse(url: str) -> URL:
     return parsed
 
 
-def resolve_url(url: str | None = None) -> str:
-    """The URL to use: ``url``, else ``$KTUNE_DATABASE_URL``, else :func:`default_url`.
+def resolve_url(url: str | None = None, *, make_dir: bool = True) -> str:
+    """The URL to use: ``url``, else ``$KTUNE_DATABASE_URL``, else :func:`default_url`
+    (``make_dir=False``: without creating its folder).
 
     ``postgresql://`` is rewritten to ``postgresql+psycopg://``. The result keeps its
     password; show users :func:`mask_url` of it.
     """
-    raw = url or os.environ.get(ENV_VAR) or default_url()
+    raw = url or os.environ.get(ENV_VAR) or default_url(make_dir=make_dir)
     return _parse(raw).render_as_string(hide_password=False)
 
 
@@ -108,6 +118,21 @@ def in_memory(url: str) -> bool:
     return parsed.get_backend_name() == "sqlite" and (
         parsed.database in (None, "", ":memory:") or parsed.query.get("mode") == "memory"
     )
+
+
+def _sqlite_file(parsed: URL) -> Path | None:
+    """The file a SQLite URL names, None for an in-memory database.
+
+    With ``?uri=true`` the database part is a ``file:`` URI
+    (``sqlite:///file:/a/k.db?uri=true``): its path is the file, not ``./file:/a/k.db``.
+    """
+    database = parsed.database or ""
+    if parsed.query.get("mode") == "memory" or database in ("", ":memory:"):
+        return None
+    if parsed.query.get("uri") == "true" and database.startswith("file:"):
+        path = unquote(urlsplit(database).path)
+        return Path(path) if path and path != ":memory:" else None
+    return Path(database).expanduser()
 
 
 def mask_url(url: str | URL) -> str:
@@ -153,10 +178,16 @@ def _enable_wal(cursor: Any) -> None:
             time.sleep(0.01)
 
 
-def make_engine(url: str) -> Engine:
-    """An engine for a resolved URL; connects lazily."""
+def make_engine(url: str, *, read_only: bool = False) -> Engine:
+    """An engine for a resolved URL; connects lazily.
+
+    ``read_only``: an engine that writes nothing (see :func:`_read_only_engine`); a SQLite
+    file that does not exist is a :class:`DatabaseError` ``no such tuning log: URL``.
+    """
     parsed = _parse(url)
     try:
+        if read_only:
+            return _read_only_engine(parsed)
         if parsed.get_backend_name() == "sqlite":
             if parsed.database in (None, "", ":memory:"):
                 # One shared in-memory database (handy in tests), not one per thread.
@@ -165,8 +196,10 @@ def make_engine(url: str) -> Engine:
                 )
             else:
                 # A log in a folder that does not exist yet: make the folder, as for the default.
+                file = _sqlite_file(parsed)
                 try:
-                    Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+                    if file is not None:
+                        file.parent.mkdir(parents=True, exist_ok=True)
                 except OSError as exc:
                     raise DatabaseError(f"cannot use {mask_url(parsed)}: {exc.strerror or exc}") from exc
                 engine = create_engine(parsed, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
@@ -178,6 +211,79 @@ def make_engine(url: str) -> Engine:
         return create_engine(parsed, connect_args=connect_args, pool_pre_ping=True)
     except (ArgumentError, NoSuchModuleError, ImportError) as exc:
         raise DatabaseError(f"cannot use {mask_url(parsed)}: {_one_line(exc)}") from exc
+
+
+def _read_only_engine(parsed: URL) -> Engine:
+    """An engine that cannot write: SQLite opened with ``mode=ro`` (see
+    :func:`_connect_read_only`), PostgreSQL with read-only sessions."""
+    if parsed.get_backend_name() == "sqlite":
+        file = _existing_file(parsed)
+        return create_engine(
+            URL.create("sqlite", database=str(file)),  # a file URL: pooled as usual
+            creator=lambda: _connect_read_only(file),
+        )
+    connect_args: dict[str, Any] = {}
+    if "connect_timeout" not in parsed.query:
+        connect_args["connect_timeout"] = CONNECT_TIMEOUT_S
+    engine = create_engine(parsed, connect_args=connect_args, pool_pre_ping=True)
+    event.listen(engine, "connect", _set_session_read_only)
+    return engine
+
+
+def _existing_file(parsed: URL) -> Path:
+    """The SQLite file of ``parsed``, which must exist: a read-only open creates none."""
+    file = _sqlite_file(parsed)
+    if file is None:
+        raise DatabaseError(f"no such tuning log: {mask_url(parsed)} is in memory")
+    try:
+        mode = file.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        raise DatabaseError(f"no such tuning log: {mask_url(parsed)}") from None
+    except OSError as exc:
+        raise DatabaseError(f"cannot use {mask_url(parsed)}: {exc.strerror or exc}") from exc
+    if not stat.S_ISREG(mode):
+        raise DatabaseError(f"no such tuning log: {mask_url(parsed)} (not a file)")
+    return file
+
+
+def _connect_read_only(file: Path) -> sqlite3.Connection:
+    """A read-only connection to ``file``, readable even on a read-only filesystem.
+
+    ``mode=ro`` locks as usual, so it sees what a live writer has committed. On a WAL log
+    it needs the ``-shm`` file beside it, and where that cannot be made (a read-only
+    folder or filesystem) SQLite refuses; then the file is opened ``immutable``: read
+    without locks, which is safe as nothing can write the log there either.
+    """
+    uri = f"file:{quote(str(file.absolute()))}?mode=ro"
+    conn = _sqlite_connect(uri)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # opens the WAL index
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        if exc.sqlite_errorcode not in (sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY_DIRECTORY):
+            raise
+        return _sqlite_connect(uri + "&immutable=1")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _sqlite_connect(uri: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(uri, uri=True, timeout=SQLITE_BUSY_TIMEOUT_S, check_same_thread=False)
+    conn.execute("PRAGMA query_only=ON")
+    return conn
+
+
+def _set_session_read_only(dbapi_connection: Any, _record: Any) -> None:
+    """Make every transaction of a PostgreSQL session read-only (the server refuses writes)."""
+    autocommit = dbapi_connection.autocommit
+    dbapi_connection.autocommit = True
+    try:
+        with dbapi_connection.cursor() as cursor:
+            cursor.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+    finally:
+        dbapi_connection.autocommit = autocommit
 
 
 def _one_line(exc: BaseException) -> str:
@@ -193,9 +299,10 @@ def _one_line(exc: BaseException) -> str:
 def translate_errors(url: str, action: str = "use") -> Iterator[None]:
     """Turn driver errors into :class:`DatabaseError` (one line, password masked).
 
-    Constraint violations become :class:`ConstraintError`; connection and server trouble
-    becomes :class:`DatabaseError`; a SQLite URL naming a file that is not a database,
-    :class:`DatabaseInputError`. Anything else (a bug in a query) propagates unchanged.
+    Constraint violations become :class:`ConstraintError`; connection and server trouble,
+    and a write that a read-only PostgreSQL session refuses, become :class:`DatabaseError`;
+    a SQLite URL naming a file that is not a database, :class:`DatabaseInputError`.
+    Anything else (a bug in a query) propagates unchanged.
     """
     try:
         yield
@@ -205,6 +312,8 @@ def translate_errors(url: str, action: str = "use") -> Iterator[None]:
         verb = "connect to" if exc.connection_invalidated or action == "connect" else action
         raise DatabaseError(f"cannot {verb} {mask_url(url)}: {_one_line(exc)}") from exc
     except DBAPIError as exc:
+        if getattr(exc.orig, "sqlstate", None) == _PG_READ_ONLY_TRANSACTION:
+            raise DatabaseError(f"cannot write to {mask_url(url)}: {_one_line(exc)}") from exc
         if getattr(exc.orig, "sqlite_errorcode", None) == sqlite3.SQLITE_NOTADB:
             # raised by the first statement on the file (the pragmas of _set_sqlite_pragmas)
             raise DatabaseInputError(f"{make_url(url).database} is not a SQLite database") from exc

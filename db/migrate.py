@@ -1,9 +1,11 @@
 """Schema migrations: the Alembic scripts shipped in ``db/migrations``, run from code.
 
 An old tuning log upgrades itself when it is opened (:meth:`TuningLog.open` calls
-:func:`ensure_schema`); ``ktune db upgrade`` calls :func:`upgrade`. Opening an up-to-date
-log costs one small query. Concurrent first opens are serialised by a lock (an advisory
-lock on PostgreSQL, a write transaction on SQLite), so only one of them migrates.
+:func:`ensure_schema`); ``ktune db upgrade`` calls :func:`upgrade`. A read-only open only
+checks the schema (:func:`check_schema`) and asks for ``ktune db upgrade`` when it is
+behind. Opening an up-to-date log costs one small query. Concurrent first opens are
+serialised by a lock (an advisory lock on PostgreSQL, a write transaction on SQLite), so
+only one of them migrates.
 """
 
 from __future__ import annotations
@@ -15,11 +17,18 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine, inspect, text
 
 from db.engine import DatabaseError, make_engine, mask_url, resolve_url, translate_errors
 
-__all__ = ["alembic_config", "current_revision", "ensure_schema", "head_revision", "upgrade"]
+__all__ = [
+    "alembic_config",
+    "check_schema",
+    "current_revision",
+    "ensure_schema",
+    "head_revision",
+    "upgrade",
+]
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 _PG_LOCK_KEY = 0x6B74756E65  # "ktune": one advisory lock for all ktune migrations
@@ -72,6 +81,25 @@ def ensure_schema(engine: Engine, url: str) -> None:
             return  # another process migrated while we waited
         _check_known(revision, url)
         command.upgrade(alembic_config(conn), "head")
+
+
+def check_schema(engine: Engine, url: str) -> None:
+    """Raise a one-line :class:`DatabaseError` unless the database holds a tuning log at the
+    newest schema. Changes nothing (for a log opened read-only)."""
+    with translate_errors(url, "connect"), engine.connect() as conn:
+        revision = current_revision(conn)
+        if revision == head_revision():
+            return
+        tables = inspect(conn).get_table_names() if revision is None else []
+    if revision is None:
+        what = "not a ktune tuning log" if tables else "empty: it holds no tuning log"
+        raise DatabaseError(f"{mask_url(url)} is {what}")
+    _check_known(revision, url)
+    raise DatabaseError(
+        f"the tuning log {mask_url(url)} has an older schema (revision {revision}; this ktune "
+        f"reads {head_revision()}) and opening it read-only does not upgrade it: "
+        f"run `ktune db upgrade --db URL` first"
+    )
 
 
 def upgrade(url: str | None = None) -> str:

@@ -24,9 +24,9 @@ from sqlalchemy import func as sqlfunc
 
 from db import leases, stats, tokens
 from db import lookup as tiers
-from db.engine import make_engine, mask_url, resolve_url, translate_errors
+from db.engine import DatabaseError, make_engine, mask_url, resolve_url, translate_errors
 from db.leases import LeaseLost
-from db.migrate import ensure_schema
+from db.migrate import check_schema, ensure_schema
 from db.models import UTCDateTime, utcnow
 from db.records import (
     TRIAL_STATUSES,
@@ -69,8 +69,11 @@ _ID_CHUNK = 500
 class TuningLog:
     """The tuning log in one database. Open it with :meth:`open`; safe to share across threads."""
 
-    def __init__(self, engine: Engine, url: str, *, owner: str | None = None) -> None:
+    def __init__(
+        self, engine: Engine, url: str, *, owner: str | None = None, read_only: bool = False
+    ) -> None:
         self._engine = engine
+        self._read_only = read_only
         # Reads need no transaction: on PostgreSQL, autocommit spares each one a BEGIN and a
         # ROLLBACK round trip (statements still see a consistent snapshot each, as under READ
         # COMMITTED). SQLite does not begin a transaction for reads anyway.
@@ -84,16 +87,23 @@ class TuningLog:
         self._shapes = ShapeIndex()  # tuned shapes for the nearest-shape lookup
 
     @classmethod
-    def open(cls, url: str | None = None) -> TuningLog:
-        """Connect to the log at ``url`` (see :func:`db.resolve_url`), migrating it if behind."""
-        resolved = resolve_url(url)
-        engine = make_engine(resolved)
+    def open(cls, url: str | None = None, *, read_only: bool = False) -> TuningLog:
+        """Connect to the log at ``url`` (see :func:`db.resolve_url`), migrating it if behind.
+
+        ``read_only`` (build-time lookups, a log on a read-only mount): create and change
+        nothing. The log must exist (else :class:`db.DatabaseError` ``no such tuning log:
+        URL``) and be at the newest schema (else a DatabaseError asking for ``ktune db
+        upgrade``); every write method raises DatabaseError. A SQLite file is opened with
+        SQLite's read-only mode, a PostgreSQL session is read-only.
+        """
+        resolved = resolve_url(url, make_dir=not read_only)
+        engine = make_engine(resolved, read_only=read_only)
         try:
-            ensure_schema(engine, resolved)
+            (check_schema if read_only else ensure_schema)(engine, resolved)
         except BaseException:
             engine.dispose()
             raise
-        return cls(engine, resolved)
+        return cls(engine, resolved, read_only=read_only)
 
     def for_runner(self, owner: str) -> TuningLog:
         """A view of this log for the runner ``owner``, sharing its connections.
@@ -103,12 +113,17 @@ class TuningLog:
         write nothing, so a runner that lost a job cannot corrupt it. Closing the view
         leaves this log open.
         """
-        return TuningLog(self._engine, self._url, owner=owner)
+        return TuningLog(self._engine, self._url, owner=owner, read_only=self._read_only)
 
     @property
     def url(self) -> str:
         """The database URL, password masked."""
         return mask_url(self._url)
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the log was opened read-only: then every write raises DatabaseError."""
+        return self._read_only
 
     def close(self) -> None:
         if self._owner is None:
@@ -141,6 +156,8 @@ class TuningLog:
     @contextmanager
     def _write(self) -> Iterator[Connection]:
         """One transaction: committed when the block ends, rolled back if it raises."""
+        if self._read_only:
+            raise DatabaseError(f"{self.url} is open read-only: cannot write to it")
         with translate_errors(self._url), self._engine.begin() as conn:
             yield conn
 
