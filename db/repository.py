@@ -22,7 +22,7 @@ from typing import Any, Self
 from sqlalchemy import Connection, Engine, Select, literal, or_, select, text, update
 from sqlalchemy import func as sqlfunc
 
-from db import leases, stats, tokens
+from db import best_rule, leases, stats, tokens
 from db import lookup as tiers
 from db.engine import DatabaseError, make_engine, mask_url, resolve_url, translate_errors
 from db.leases import LeaseLost
@@ -380,23 +380,25 @@ class TuningLog:
 
         In the same transaction: the job's trial count, tuning clock (``clock_s``, when
         given), best-so-far and heartbeat, and the best config of (workload, device) when
-        an ``ok`` trial of the batch beats it. A batch that breaks a constraint (e.g. a
-        config the job already measured) raises :class:`db.ConstraintError` and writes
-        nothing.
+        an ``ok`` trial of the batch replaces it (faster, or with other parameter names:
+        see ``db/best_rule.py``). A batch that breaks a constraint (e.g. a config the job
+        already measured) raises :class:`db.ConstraintError` and writes nothing.
         """
         for trial in trials:
             _check_trial(trial)
         now = utcnow()
         rows = [_trial_row(t, job_id, workload_id, device_id, backend, now) for t in trials]
         with self._write() as conn:
+            best_rule.lock_pair(conn, workload_id, device_id)
             ids = _insert_trials(conn, rows)
-            best = _batch_best(trials, ids)
+            fastest = _batch_best(trials, ids)
             if job_id is not None and not _update_job_progress(
-                conn, job_id, len(ids), clock_s, best, now, self._fence()
+                conn, job_id, len(ids), clock_s, fastest, now, self._fence()
             ):
                 self._missing_job(conn, job_id)
-            if best is not None:
-                _upsert_best(conn, workload_id, device_id, best, now)
+            candidate = best_rule.batch_candidate(trials, ids)
+            if candidate is not None:
+                _upsert_best(conn, workload_id, device_id, candidate, now)
         return ids
 
     def job_trials(
@@ -620,7 +622,8 @@ def _insert_trials(conn: Connection, rows: list[dict[str, Any]]) -> list[int]:
 def _batch_best(
     trials: Sequence[TrialIn], ids: list[int]
 ) -> tuple[int, float, dict[str, Any]] | None:
-    """(trial id, time, config) of the fastest ok trial of the batch; the first on ties."""
+    """(trial id, time, config) of the fastest ok trial of the batch, the first on ties: the
+    job's best so far (a job measures one interface)."""
     best: tuple[int, float, dict[str, Any]] | None = None
     for trial, trial_id in zip(trials, ids):
         if trial.status != "ok" or trial.time_ms is None:
@@ -663,17 +666,25 @@ def _upsert_best(
     conn: Connection,
     workload_id: int,
     device_id: int,
-    best: tuple[int, float, dict[str, Any]],
+    candidate: best_rule.Candidate,
     now: datetime,
 ) -> None:
-    """Insert or improve the best config of (workload, device) in one atomic statement."""
-    trial_id, time_ms, config = best
+    """Record ``candidate`` as the best config of (workload, device) if it replaces the
+    stored one. The caller holds :func:`db.best_rule.lock_pair`, so the stored best cannot
+    change between reading it and writing."""
+    stored = conn.execute(
+        select(best_t.c.time_ms, best_t.c.config).where(
+            best_t.c.workload_id == workload_id, best_t.c.device_id == device_id
+        )
+    ).first()
+    if stored is not None and not candidate.displaces(stored.time_ms, stored.config):
+        return
     insert = dialect_insert(conn)(best_t).values(
         workload_id=workload_id,
         device_id=device_id,
-        trial_id=trial_id,
-        time_ms=time_ms,
-        config=config,
+        trial_id=candidate.trial_id,
+        time_ms=candidate.time_ms,
+        config=candidate.config,
         updated_at=now,
     )
     conn.execute(
@@ -685,7 +696,6 @@ def _upsert_best(
                 "config": insert.excluded.config,
                 "updated_at": insert.excluded.updated_at,
             },
-            where=best_t.c.time_ms > insert.excluded.time_ms,
         )
     )
 
