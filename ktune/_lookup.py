@@ -156,10 +156,13 @@ _logs_lock = threading.Lock()
 
 
 def _open(url: str | None) -> TuningLog:
-    """One open log per URL for the life of the process: a lookup must not reconnect."""
-    resolved = resolve_url(url)
+    """One open log per URL for the life of the process: a lookup must not reconnect.
+
+    Opened read-only: a build that looks up configs creates, migrates and changes nothing
+    (a log that does not exist is an error that names it, not a new empty log)."""
+    resolved = resolve_url(url, make_dir=False)
     with _logs_lock:
         tlog = _logs.get(resolved)
         if tlog is None:
-            tlog = _logs[resolved] = TuningLog.open(resolved)
+            tlog = _logs[resolved] = TuningLog.open(resolved, read_only=True)
         return tlog

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import ktune
-from db import TrialIn, TuningLog
+from db import DatabaseError, TrialIn, TuningLog
 from search_space.workload import MAX_DIM, Workload, WorkloadError
 from tuner.cli.app import main
 
@@ -153,3 +153,24 @@ def test_workload_keys_take_plain_digits_only() -> None:
     with pytest.raises(WorkloadError):
         Workload("kw", (MAX_DIM + 1,))
     assert Workload("kw", (MAX_DIM,)).shape == (MAX_DIM,)
+
+
+def test_a_build_time_lookup_creates_and_changes_nothing(
+    capsys: pytest.CaptureFixture[str], odd: str, tmp_path: Path
+) -> None:
+    """A build reads the log: a mistyped path is an error naming it (exit 4), not a new empty
+    log and an 'unknown workload'; a real log's file is left byte for byte as it was."""
+    missing = tmp_path / "nowhere" / "k.db"
+    code, out, err = run(capsys, "best", "-w", "kw/1024x1024/-", "-d", A4000, "--db", f"sqlite:///{missing}")
+    assert code == 4 and out == "" and "no such tuning log" in err and len(err.splitlines()) == 1
+    with pytest.raises(DatabaseError, match="no such tuning log"):
+        ktune.lookup(workload="kw/1024x1024/-", device=A4000, db=f"sqlite:///{missing}")
+    assert not missing.parent.exists()
+    if not odd.startswith("sqlite:///"):
+        return
+    path = Path(odd.removeprefix("sqlite:///"))
+    before = path.read_bytes()  # (a WAL reader may add its -shm index beside it: SQLite's own)
+    code, _, _ = run(capsys, "best", "-w", "kw/1024x1024/-", "-d", A4000, "-f", "header", "--db", odd)
+    assert code == 0
+    assert ktune.lookup(workload="kw/1024x1024/-", device=A4000, db=odd) is not None
+    assert path.read_bytes() == before

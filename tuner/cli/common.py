@@ -94,5 +94,7 @@ def check_output(option: str, path: Path) -> Path:
     return path
 
 
-def open_log(url: str | None) -> TuningLog:
-    return TuningLog.open(url)
+def open_log(url: str | None, *, read_only: bool = False) -> TuningLog:
+    """The tuning log at ``url`` (default log when None); ``read_only`` for commands that
+    only read it, so they work on a read-only mount and never create or migrate a log."""
+    return TuningLog.open(url, read_only=read_only)

@@ -46,7 +46,7 @@ def jobs(
     if state is not None and state not in JOB_STATES:
         raise CliError(f"unknown state {state!r} (choose from: {', '.join(JOB_STATES)})")
     check_range("--limit", limit, 1, MAX_LIMIT)
-    with open_log(db) as tlog:
+    with open_log(db, read_only=True) as tlog:
         rows = tlog.list_jobs(state=state, limit=limit)
     table = Table("job", "state", "strategy", "workload", "device", "trials", "best", "clock", "created")
     for j in rows:
@@ -64,7 +64,7 @@ def trials(
 ) -> None:
     """The trials of a job, in measurement order."""
     check_range("JOB", job, 1, MAX_JOB_ID)
-    with open_log(db) as tlog:
+    with open_log(db, read_only=True) as tlog:
         if tlog.get_job(job) is None:
             raise CliError(f"no job {job} in the tuning log {tlog.url}")
         rows = tlog.job_trials(job)
@@ -116,7 +116,7 @@ def best(
     if fmt is BestFormat.header:
         _emit(_header(workload, device, operator, shape, dtype, layout, exact, db), output)
         return
-    with open_log(db) as tlog:
+    with open_log(db, read_only=True) as tlog:
         answer = _lookup(tlog, workload, device, operator, shape, dtype, layout, exact)
     if fmt is BestFormat.env:
         if not ENV_NAME.fullmatch(prefix):
@@ -170,7 +170,7 @@ def _header(
     if operator is None:
         raise CliError("--format header needs --operator (or --workload)")
     dtype = "" if dtype == "-" else dtype
-    with open_log(db) as tlog:
+    with open_log(db, read_only=True) as tlog:
         answer = None
         if workload is not None or shape is not None:
             answer = _lookup(tlog, workload, device, None if workload else operator, shape, dtype, layout, exact)
@@ -203,7 +203,7 @@ def _most_similar_device(tlog: TuningLog, device: str, operator: str, dtype: str
 
 
 def _list_best(workload: str | None, device: str | None, fmt: BestFormat, db: str | None) -> str | None:
-    with open_log(db) as tlog:
+    with open_log(db, read_only=True) as tlog:
         rows = tlog.best(workload_key=workload, device_name=device)
     if fmt is BestFormat.json:
         return json.dumps([
@@ -221,7 +221,7 @@ def _list_best(workload: str | None, device: str | None, fmt: BestFormat, db: st
 
 def devices(db: DbOption = None) -> None:
     """Devices that have trials in the log."""
-    with open_log(db) as tlog:
+    with open_log(db, read_only=True) as tlog:
         rows = tlog.list_devices()
     table = Table("device", "vendor", "architecture")
     for d in rows:

@@ -42,7 +42,7 @@ def export(
 ) -> None:
     """Export the log of one workload on one device as a Kernel Tuner cache file."""
     out_file = check_output("--out", out_file)
-    with open_log(db) as tlog:
+    with open_log(db, read_only=True) as tlog:
         wl = tlog.get_workload(workload)
         dev = tlog.get_device(device)
         if wl is None:
