@@ -156,7 +156,10 @@ class TrialRecord:
 
 @dataclass(frozen=True)
 class BestRecord:
-    """The best config of a workload on a device, with the workload's parts."""
+    """The best config of a workload on a device, with the workload's parts.
+
+    ``trial_id`` is the log's row id; ``job_id`` and ``seq`` say which job measured it and
+    at which position (both None for an imported trial)."""
 
     workload_key: str
     device_name: str
@@ -168,6 +171,8 @@ class BestRecord:
     shape: tuple[int, ...] = ()
     dtype: str = ""
     layout: str = ""
+    job_id: int | None = None
+    seq: int | None = None
 
 
 @dataclass(frozen=True)

@@ -82,7 +82,8 @@ def jobs_query() -> Select[Any]:
 
 
 def tuned_query() -> Select[Any]:
-    """Best configs with the workload and device they were tuned for."""
+    """Best configs with the workload and device they were tuned for, and the job and
+    position (seq) of the trial that measured them (None for imported trials)."""
     return (
         select(
             workload_t.c.key,
@@ -95,9 +96,12 @@ def tuned_query() -> Select[Any]:
             best_t.c.time_ms,
             best_t.c.config,
             best_t.c.updated_at,
+            _best_trial.c.job_id,
+            _best_trial.c.seq,
         )
         .join_from(best_t, workload_t, best_t.c.workload_id == workload_t.c.id)
         .join(device_t, best_t.c.device_id == device_t.c.id)
+        .outerjoin(_best_trial, best_t.c.trial_id == _best_trial.c.id)
     )
 
 
@@ -123,6 +127,8 @@ def to_tuned(row: Row[Any]) -> BestRecord:
         shape=tuple(row.shape),
         dtype=row.dtype,
         layout=row.layout,
+        job_id=row.job_id,
+        seq=row.seq,
     )
 
 

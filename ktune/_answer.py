@@ -19,7 +19,9 @@ class Answer:
     on the same device), ``similar_device`` (tuned on ``device``, the most similar device that
     has this workload) or ``cost_model`` (the model's choice; ``time_ms`` is then predicted).
     ``time_ms`` is the time measured for ``workload`` on ``device``; ``distance`` is 0 for an
-    exact answer, else the shape or device distance of the tier.
+    exact answer, else the shape or device distance of the tier. ``job`` and ``trial``: the
+    tuning job that measured the config and the trial's position in it (its ``index`` in
+    ``ktune trials JOB``); both None for an imported measurement or a model's choice.
     """
 
     query: LookupQuery
@@ -31,6 +33,7 @@ class Answer:
     trial: int | None
     distance: float
     updated_at: datetime | None
+    job: int | None = None  # last, so answers built by position (a model choice) still work
 
     @classmethod
     def from_result(cls, query: LookupQuery, result: LookupResult) -> Answer:
@@ -42,7 +45,8 @@ class Answer:
             device=tuned.device_name,
             config=dict(tuned.config),
             time_ms=tuned.time_ms,
-            trial=tuned.trial_id,
+            job=tuned.job_id,
+            trial=tuned.seq,
             distance=result.distance,
             updated_at=tuned.updated_at,
         )
@@ -64,6 +68,7 @@ class Answer:
             "device": self.device,
             "config": self.config,
             "time_ms": self.time_ms,
+            "job": self.job,
             "trial": self.trial,
             "distance": self.distance,
             "updated_at": None if self.updated_at is None else utc_timestamp(self.updated_at),

@@ -69,8 +69,13 @@ def test_every_trial_lands_in_the_log_and_reads_back(capsys, tmp_path: Path, db_
     assert len(rows) == 25 and rows[0]["block_size_x"] == str(doc["trials"][0]["config"]["block_size_x"])
     code, stdout, _ = ktune(capsys, "best", "--format", "json", "--db", db_url)
     best = json.loads(stdout)
+    (seq,) = [t["index"] for t in doc["trials"] if t["config"] == doc["best"]["config"]]
     assert best == [{"workload": doc["workload"], "device": doc["device"], "time_ms": doc["best"]["time_ms"],
-                     "config": doc["best"]["config"], "trial": best[0]["trial"]}]
+                     "config": doc["best"]["config"], "job": doc["job"], "trial": seq}]
+    # the lookup names the same job and position: `ktune trials JOB` finds the trial there
+    code, stdout, _ = ktune(capsys, "best", "-w", doc["workload"], "-d", doc["device"], "-f", "json", "--db", db_url)
+    answer = json.loads(stdout)
+    assert (answer["job"], answer["trial"], answer["config"]) == (doc["job"], seq, doc["best"]["config"])
     code, stdout, _ = ktune(capsys, "jobs", "--db", db_url)
     assert code == 0 and "random" in stdout and "done" in stdout
     code, stdout, _ = ktune(capsys, "devices", "--db", db_url)

@@ -207,7 +207,7 @@ def _list_best(workload: str | None, device: str | None, fmt: BestFormat, db: st
         rows = tlog.best(workload_key=workload, device_name=device)
     if fmt is BestFormat.json:
         return json.dumps([
-            {"workload": b.workload_key, "device": b.device_name, "time_ms": b.time_ms, "config": b.config, "trial": b.trial_id}
+            {"workload": b.workload_key, "device": b.device_name, "time_ms": b.time_ms, "config": b.config, "job": b.job_id, "trial": b.seq}
             for b in rows
         ], indent=1) + "\n"
     if not rows:
