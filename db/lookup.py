@@ -5,6 +5,9 @@
    whose shape (same rank) is nearest, by :func:`shape_distance`.
 3. ``similar_device``: the best config of this very workload on the most similar other
    device, as ranked by a caller-given device distance (the log knows no device model).
+4. ``similar_device_nearest_shape``: on the most similar other device that has tuned shapes
+   of the same operator, dtype, layout and rank, the nearest of them (a new GPU and a new
+   shape; ``ktune.lookup`` asks its cost model before taking this one).
 
 Ties are broken by workload key, then device name, so an answer never depends on row order.
 """
@@ -13,11 +16,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
-from sqlalchemy import Connection, bindparam
+from sqlalchemy import Connection, bindparam, select
 
 from db.records import BestRecord, LookupQuery, LookupResult
-from db.rows import device_t, to_tuned, tuned_query, workload_t
+from db.rows import best_t, device_t, to_tuned, tuned_query, workload_t
 from db.shape_index import ShapeIndex
 
 __all__ = [
@@ -97,7 +101,7 @@ def lookup(
     device_distance: DeviceDistance | None = None,
 ) -> LookupResult | None:
     """The first tier that answers, or None. Without ``fallback`` only ``exact`` is tried;
-    without ``device_distance`` the ``similar_device`` tier is skipped. ``shapes`` holds the
+    without ``device_distance`` the two similar-device tiers are skipped. ``shapes`` holds the
     tuned shapes of the nearest-shape tier between calls."""
     hit = exact(conn, query.workload_key, query.device)
     if hit is not None:
@@ -119,7 +123,43 @@ def lookup(
         apart = device_distance(query.device, other.device_name)
         if apart is not None and math.isfinite(apart):
             ranked.append((apart, other.device_name, other))
-    if not ranked:
-        return None
-    nearest_device, _, best = min(ranked, key=lambda r: r[:2])
-    return LookupResult("similar_device", best, nearest_device)
+    if ranked:
+        nearest_device, _, best = min(ranked, key=lambda r: r[:2])
+        return LookupResult("similar_device", best, nearest_device)
+    return _similar_device_nearest_shape(conn, query, shapes, device_distance)
+
+
+_FAMILY_DEVICES = (
+    select(device_t.c.name)
+    .distinct()
+    .join_from(best_t, workload_t, best_t.c.workload_id == workload_t.c.id)
+    .join(device_t, best_t.c.device_id == device_t.c.id)
+    .where(
+        workload_t.c.operator == bindparam("operator"),
+        workload_t.c.dtype == bindparam("dtype"),
+        workload_t.c.layout == bindparam("layout"),
+    )
+)
+
+
+def _similar_device_nearest_shape(
+    conn: Connection, query: LookupQuery, shapes: ShapeIndex, device_distance: DeviceDistance
+) -> LookupResult | None:
+    """The nearest tuned shape on the most similar other device that has shapes of the
+    query's family and rank; its distance is the device distance, as in ``similar_device``."""
+    params = {"operator": query.operator, "dtype": query.dtype, "layout": query.layout}
+    ranked: list[tuple[float, str]] = []
+    for name in conn.execute(_FAMILY_DEVICES, params).scalars():
+        if name == query.device:
+            continue
+        apart = device_distance(query.device, name)
+        if apart is not None and math.isfinite(apart):
+            ranked.append((apart, name))
+    for apart, name in sorted(ranked):
+        found = shapes.nearest(conn, replace(query, device=name))
+        if found is None:  # tuned shapes of another rank only
+            continue
+        hit = exact(conn, found[0], name)
+        if hit is not None:
+            return LookupResult("similar_device_nearest_shape", hit, apart)
+    return None

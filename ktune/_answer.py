@@ -17,7 +17,9 @@ class Answer:
 
     ``tier``: ``exact``, ``nearest_shape`` (tuned for ``workload``, the nearest tuned shape
     on the same device), ``similar_device`` (tuned on ``device``, the most similar device that
-    has this workload) or ``cost_model`` (the model's choice; ``time_ms`` is then predicted).
+    has this workload), ``similar_device_nearest_shape`` (the nearest tuned shape on the most
+    similar device that has shapes of this operator) or ``cost_model`` (the model's choice;
+    ``time_ms`` is then None: nothing was measured).
     ``time_ms`` is the time measured for ``workload`` on ``device``; ``distance`` is 0 for an
     exact answer, else the shape or device distance of the tier. ``job`` and ``trial``: the
     tuning job that measured the config and the trial's position in it (its ``index`` in

@@ -110,7 +110,9 @@ def lookup(
     Ask by ``operator`` + ``shape`` (+ ``dtype``, ``layout``) or by a ``workload`` key. The
     tiers, tried in order: ``exact``; ``nearest_shape`` (same operator, dtype, layout and
     rank on this device); ``similar_device`` (this workload on the nearest device of the cost
-    model's catalog); ``cost_model`` (a registered model's choice). ``fallback=False`` asks
+    model's catalog); ``cost_model`` (a registered model's choice);
+    ``similar_device_nearest_shape`` (both at once: the nearest tuned shape on the nearest
+    device that has shapes of this operator). ``fallback=False`` asks
     for an exact answer only. ``db``: an open log, a URL, or None for the default log.
     """
     query = _query(operator, shape, "" if dtype is None else dtype, "" if layout is None else layout, device, workload)
@@ -118,10 +120,19 @@ def lookup(
     query = replace(query, device=canonical_device(tlog, query.device))
     distance = device_distance() if fallback else None
     result = tlog.lookup(query, fallback=fallback, device_distance=distance)
-    if result is not None:
+    if result is not None and result.tier != "similar_device_nearest_shape":
         return Answer.from_result(query, result)
-    _check_known(tlog, query)
-    return model_choice(tlog, query) if fallback else None
+    if result is None:
+        _check_known(tlog, query)
+    if not fallback:
+        return None
+    # Neither this shape nor this device was measured: a model trained on the log ranks this
+    # very workload's space for this device; where it cannot (an operator without a space, a
+    # device without a spec), the measured nearest shape of the most similar device answers.
+    chosen = model_choice(tlog, query)
+    if chosen is not None or result is None:
+        return chosen
+    return Answer.from_result(query, result)
 
 
 def canonical_device(tlog: TuningLog, name: str) -> str:

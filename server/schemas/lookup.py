@@ -20,7 +20,7 @@ class QueryOut(BaseModel):
 
 class AnswerOut(BaseModel):
     query: QueryOut
-    tier: Literal["exact", "nearest_shape", "similar_device", "cost_model"]
+    tier: Literal["exact", "nearest_shape", "similar_device", "similar_device_nearest_shape", "cost_model"]
     workload: str = Field(description="The workload the config was tuned for.")
     device: str = Field(description="The device it was tuned on.")
     config: dict[str, Any]

@@ -100,6 +100,44 @@ def test_same_workload_on_the_most_similar_device(idle_client: TestClient, tlog:
     assert expected > 0 and answer["distance"] == pytest.approx(expected)
 
 
+def test_new_device_and_new_shape_get_the_nearest_shape_of_the_most_similar_device(
+    idle_client: TestClient, tlog: TuningLog, tuned: Any, catalog: Any
+) -> None:
+    """A GPU the log has never seen, asking for a shape nobody tuned, where no model answers:
+    the measured nearest shape on the most similar device that has this operator."""
+    add_best(tlog, (2048, 2048, 2048), 3.0, device="NVIDIA GeForce RTX 3090")
+    sxm = "NVIDIA A100-SXM4-80GB"
+    assert catalog(sxm, A100) < catalog(sxm, "NVIDIA GeForce RTX 3090")
+    previous = ktune.register_model_choice(None)
+    try:
+        answer = _best(idle_client, operator="matmul", shape="3000x3000x3000", dtype="float32", device=sxm).json()
+    finally:
+        ktune.register_model_choice(previous)
+    assert answer["tier"] == "similar_device_nearest_shape" and answer["device"] == A100
+    assert answer["workload"] == "matmul/4096x4096x4096/float32" and answer["config"] == tuned[(4096, 4096, 4096)]
+    assert answer["distance"] == pytest.approx(catalog(sxm, A100))
+    assert answer["query"] == {"workload": "matmul/3000x3000x3000/float32", "operator": "matmul",
+                               "shape": [3000, 3000, 3000], "dtype": "float32", "layout": "", "device": sxm}
+    # the very workload measured on another device still comes first, however far that device
+    same = _best(idle_client, operator="matmul", shape="2048x2048x2048", dtype="float32", device=sxm).json()
+    assert same["tier"] == "similar_device" and same["device"] == "NVIDIA GeForce RTX 3090"
+    # another rank or another dtype is not the same family: nothing measured answers
+    assert _best(idle_client, operator="matmul", shape="3000x3000", dtype="float32", device=sxm).status_code == 422
+    assert _best(idle_client, operator="matmul", shape="3000x3000x3000", dtype="float16", device=sxm).status_code == 404
+    # exact answers only: none of this
+    assert _best(idle_client, operator="matmul", shape="3000x3000x3000", dtype="float32", device=sxm,
+                 fallback="false").status_code == 404
+    # a model that ranks this very workload's space for this device is asked first
+    previous = ktune.register_model_choice(
+        lambda _, query: ktune.Answer(query, "cost_model", query.workload_key, query.device, {"tile": 94}, None, None, 0.0, None)
+    )
+    try:
+        modelled = _best(idle_client, operator="matmul", shape="3000x3000x3000", dtype="float32", device=sxm).json()
+    finally:
+        ktune.register_model_choice(previous)
+    assert modelled["tier"] == "cost_model" and modelled["config"] == {"tile": 94}
+
+
 def test_cost_model_tier_answers_only_when_a_model_is_registered(idle_client: TestClient, tuned: Any) -> None:
     params = {"operator": "matmul", "shape": "64x64x64", "dtype": "float16", "device": A100}
     assert _best(idle_client, **params).status_code == 404  # no trained model: no answer is made up
