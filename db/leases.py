@@ -21,16 +21,16 @@ from sqlalchemy import func as sqlfunc
 
 from db.models import UTCDateTime
 from db.records import JobControl
-from db.rows import FINAL_STATES, job_t
+from db.rows import job_t
 
 __all__ = [
     "JobStateConflict",
     "LeaseLost",
+    "cancel_unheld",
     "claim",
     "control",
     "release",
     "renew",
-    "cancel_unheld",
     "request_cancel",
 ]
 

@@ -18,10 +18,10 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from sqlalchemy import Connection, bindparam, select
+from sqlalchemy import Connection, bindparam
 
 from db.records import BestRecord, LookupQuery, LookupResult
-from db.rows import best_t, device_t, to_tuned, tuned_query, workload_t
+from db.rows import device_t, family_query, to_tuned, tuned_query, workload_t
 from db.shape_index import ShapeIndex
 
 __all__ = [
@@ -129,17 +129,7 @@ def lookup(
     return _similar_device_nearest_shape(conn, query, shapes, device_distance)
 
 
-_FAMILY_DEVICES = (
-    select(device_t.c.name)
-    .distinct()
-    .join_from(best_t, workload_t, best_t.c.workload_id == workload_t.c.id)
-    .join(device_t, best_t.c.device_id == device_t.c.id)
-    .where(
-        workload_t.c.operator == bindparam("operator"),
-        workload_t.c.dtype == bindparam("dtype"),
-        workload_t.c.layout == bindparam("layout"),
-    )
-)
+_FAMILY_DEVICES = family_query(device_t.c.name).distinct()
 
 
 def _similar_device_nearest_shape(

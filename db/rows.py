@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from sqlalchemy import Connection, Row, Select, Table, select
+from sqlalchemy import Connection, Row, Select, Table, bindparam, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from db.models import ApiToken, BestConfig, Device, Job, Trial, Workload
@@ -29,6 +29,7 @@ __all__ = [
     "check_state",
     "device_t",
     "dialect_insert",
+    "family_query",
     "job_t",
     "jobs_query",
     "to_device",
@@ -102,6 +103,21 @@ def tuned_query() -> Select[Any]:
         .join_from(best_t, workload_t, best_t.c.workload_id == workload_t.c.id)
         .join(device_t, best_t.c.device_id == device_t.c.id)
         .outerjoin(_best_trial, best_t.c.trial_id == _best_trial.c.id)
+    )
+
+
+def family_query(*columns: Any) -> Select[Any]:
+    """``columns`` of the best configs of one workload family, bound as ``:operator``,
+    ``:dtype`` and ``:layout`` (the nearest-shape tiers' candidates)."""
+    return (
+        select(*columns)
+        .join_from(best_t, workload_t, best_t.c.workload_id == workload_t.c.id)
+        .join(device_t, best_t.c.device_id == device_t.c.id)
+        .where(
+            workload_t.c.operator == bindparam("operator"),
+            workload_t.c.dtype == bindparam("dtype"),
+            workload_t.c.layout == bindparam("layout"),
+        )
     )
 
 

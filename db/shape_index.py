@@ -21,22 +21,15 @@ import numpy as np
 from sqlalchemy import Connection, bindparam, func, select
 
 from db.records import LookupQuery
-from db.rows import best_t, device_t, workload_t
+from db.rows import best_t, device_t, family_query, workload_t
 
 __all__ = ["ShapeIndex"]
 
 _Family = tuple[str, str, str, str]
 _VERSION = select(func.count()).select_from(best_t)
 _SHAPES = (
-    select(workload_t.c.key, workload_t.c.shape)
-    .join_from(best_t, workload_t, best_t.c.workload_id == workload_t.c.id)
-    .join(device_t, best_t.c.device_id == device_t.c.id)
-    .where(
-        workload_t.c.operator == bindparam("operator"),
-        workload_t.c.dtype == bindparam("dtype"),
-        workload_t.c.layout == bindparam("layout"),
-        device_t.c.name == bindparam("device"),
-    )
+    family_query(workload_t.c.key, workload_t.c.shape)
+    .where(device_t.c.name == bindparam("device"))
     .order_by(workload_t.c.key)
 )
 
