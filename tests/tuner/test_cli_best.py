@@ -123,8 +123,8 @@ def test_output_is_written_whole_or_not_at_all(capsys: pytest.CaptureFixture[str
     assert json.loads(target.read_text())["tier"] == "exact"
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["best.json"]  # no temporary file left
     code, _, err = run(capsys, "best", "--operator", "kw", "--shape", "1024x1024", "-d", A4000, "-f", "json",
-                       "-o", str(tmp_path / "missing" / "x.json"), "--db", odd)
-    assert code == 2 and err.count("\n") == 1 and "No such file or directory" in err
+                       "-o", str(target / "x.json"), "--db", odd)
+    assert code == 2 and err.count("\n") == 1 and "is not a directory" in err
 
 
 def test_env_takes_a_prefix_per_kernel(capsys: pytest.CaptureFixture[str], odd: str) -> None:
@@ -174,3 +174,15 @@ def test_a_build_time_lookup_creates_and_changes_nothing(
     assert code == 0
     assert ktune.lookup(workload="kw/1024x1024/-", device=A4000, db=odd) is not None
     assert path.read_bytes() == before
+
+
+def test_output_makes_missing_folders_and_leaves_an_unchanged_answer_untouched(
+    capsys: pytest.CaptureFixture[str], odd: str, tmp_path: Path
+) -> None:
+    header = tmp_path / "gen" / "include" / "kw.h"
+    argv = ("best", "--operator", "kw", "-d", A4000, "-f", "header", "-o", str(header), "--db", odd)
+    assert run(capsys, *argv)[0] == 0 and header.read_text().startswith("/*")
+    stamp = header.stat().st_mtime_ns
+    assert run(capsys, *argv)[0] == 0 and header.stat().st_mtime_ns == stamp  # no rebuild for nothing new
+    header.write_text("stale")
+    assert run(capsys, *argv)[0] == 0 and header.read_text().startswith("/*")

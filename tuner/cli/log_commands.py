@@ -17,7 +17,7 @@ from ktune._lookup import canonical_device
 from ktune._similarity import device_distance
 from search_space.workload import Workload, WorkloadError
 from tuner.bounds import MAX_JOB_ID
-from tuner.cli.common import MAX_LIMIT, CliError, DbOption, check_range, open_log, out
+from tuner.cli.common import MAX_LIMIT, CliError, DbOption, check_output, check_range, open_log, out
 from tuner.cli.lookup_formats import ENV_NAME, ENV_PREFIX, render_env, render_header, render_json
 from tuner.cli.output import format_config, format_duration, format_ms, trial_row, trials_csv, write_text_atomic
 
@@ -89,7 +89,7 @@ def best(
     exact: Annotated[bool, typer.Option("--exact", help="Only an exact answer: no nearest shape, similar device or model.")] = False,
     fmt: Annotated[BestFormat, typer.Option("--format", "-f", help="table | json | env (shell variables) | header (C/C++).")] = BestFormat.table,
     prefix: Annotated[str, typer.Option("--prefix", help="Prefix of the variables of --format env (one per kernel, so that two kernels' answers do not mix).")] = ENV_PREFIX,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file (atomically: on any error it is left as it was) instead of stdout.")] = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout (atomically: on any error it is left as it was; untouched when the answer is unchanged; missing folders are made).")] = None,
     db: DbOption = None,
 ) -> None:
     """Best configurations in the log, or the lookup a build system makes.
@@ -104,6 +104,8 @@ def best(
         raise CliError("--prefix applies to --format env")
     if output is not None and fmt is BestFormat.table:
         raise CliError("--output writes --format json, env or header")
+    if output is not None:
+        output = check_output("--output", output)  # as `ktune export -o`: missing folders are made
     if not lookup_mode:
         if exact or dtype or layout:
             raise CliError("--exact, --dtype and --layout apply to a lookup: give --device with --workload, or --operator and --shape")

@@ -59,8 +59,13 @@ def write_json_atomic(path: Path, document: Any) -> None:
 def write_text_atomic(path: Path, text: str) -> None:
     """Write ``text`` so that a reader never sees half a file, and a failure leaves the old
     file as it was: a temporary file beside it, renamed over it; mode 0644, as ``ktune
-    export``'s files. The directory must exist (``check_output`` creates it)."""
+    export``'s files. The directory must exist (``check_output`` creates it).
+
+    A file that already holds exactly ``text`` is not touched: a build that regenerates it
+    on every run (``ktune best -f header -o``) rebuilds only what an answer changed."""
     path = path.expanduser()
+    if _holds(path, text):
+        return
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -72,6 +77,16 @@ def write_text_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _holds(path: Path, text: str) -> bool:
+    """Whether ``path`` is a regular file with mode 0644 whose content is ``text``."""
+    try:
+        if not path.is_file() or path.stat().st_mode & 0o777 != 0o644:
+            return False
+        return path.read_bytes() == text.encode("utf-8")
+    except OSError:
+        return False
 
 
 def trials_csv(trials: Sequence[TrialRecord]) -> str:
