@@ -159,7 +159,7 @@ class BestRecord:
     """The best config of a workload on a device, with the workload's parts.
 
     ``trial_id`` is the log's row id; ``job_id`` and ``seq`` say which job measured it and
-    at which position (both None for an imported trial)."""
+    at which position (both None for a trial recorded outside any job)."""
 
     workload_key: str
     device_name: str

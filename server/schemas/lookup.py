@@ -25,7 +25,7 @@ class AnswerOut(BaseModel):
     device: str = Field(description="The device it was tuned on.")
     config: dict[str, Any]
     time_ms: float | None = Field(description="Measured for `workload` on `device`.")
-    job: int | None = Field(description="The tuning job that measured the config; null when imported or predicted.")
+    job: int | None = Field(description="The tuning job that measured the config; null when predicted or recorded outside any job (`ktune import` records a job).")
     trial: int | None = Field(description="Its position among the job's trials (the seq of /v1/jobs/{id}/trials).")
     distance: float = Field(description="0 when exact, else the shape or device distance.")
     updated_at: str | None

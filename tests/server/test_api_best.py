@@ -53,7 +53,7 @@ def test_exact_answer(idle_client: TestClient, tuned: dict[tuple[int, ...], dict
     answer = _best(idle_client, operator="matmul", shape="4096x4096x4096", dtype="float32", device=A100).json()
     assert answer["tier"] == "exact" and answer["distance"] == 0.0
     assert answer["config"] == tuned[(4096, 4096, 4096)] and answer["time_ms"] == 20.0
-    assert answer["job"] is None and answer["trial"] is None  # imported: no job measured it here
+    assert answer["job"] is None and answer["trial"] is None  # recorded outside any job
     by_key = _best(idle_client, workload="matmul/4096x4096x4096/float32", device=A100).json()
     assert by_key == answer
     # times are written as everywhere else in the API: ISO 8601, UTC, with a Z
