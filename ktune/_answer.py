@@ -23,7 +23,8 @@ class Answer:
     ``time_ms`` is the time measured for ``workload`` on ``device``; ``distance`` is 0 for an
     exact answer, else the shape or device distance of the tier. ``job`` and ``trial``: the
     tuning job that measured the config and the trial's position in it (its ``index`` in
-    ``ktune trials JOB``); both None for a model's choice or a measurement recorded outside any job.
+    ``ktune trials JOB``); both None for a model's choice or a measurement recorded outside
+    any job.
     """
 
     query: LookupQuery
