@@ -173,6 +173,7 @@ class BestRecord:
     layout: str = ""
     job_id: int | None = None
     seq: int | None = None
+    tuning: bool = False  # a job of this workload and device is queued or running
 
 
 @dataclass(frozen=True)

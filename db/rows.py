@@ -82,9 +82,22 @@ def jobs_query() -> Select[Any]:
     )
 
 
+#: whether a job of a best config's workload and device is still queued or running
+_tuning = (
+    select(job_t.c.id)
+    .where(
+        job_t.c.workload_id == best_t.c.workload_id,
+        job_t.c.device_id == best_t.c.device_id,
+        job_t.c.state.in_(("queued", "running")),
+    )
+    .exists()
+)
+
+
 def tuned_query() -> Select[Any]:
     """Best configs with the workload and device they were tuned for, and the job and
-    position (seq) of the trial that measured them (None for imported trials)."""
+    position (seq) of the trial that measured them (None outside any job), and whether a
+    job of that workload and device is still queued or running (``tuning``)."""
     return (
         select(
             workload_t.c.key,
@@ -99,6 +112,7 @@ def tuned_query() -> Select[Any]:
             best_t.c.updated_at,
             _best_trial.c.job_id,
             _best_trial.c.seq,
+            _tuning.label("tuning"),
         )
         .join_from(best_t, workload_t, best_t.c.workload_id == workload_t.c.id)
         .join(device_t, best_t.c.device_id == device_t.c.id)
@@ -145,6 +159,7 @@ def to_tuned(row: Row[Any]) -> BestRecord:
         layout=row.layout,
         job_id=row.job_id,
         seq=row.seq,
+        tuning=bool(row.tuning),
     )
 
 

@@ -24,7 +24,8 @@ class Answer:
     exact answer, else the shape or device distance of the tier. ``job`` and ``trial``: the
     tuning job that measured the config and the trial's position in it (its ``index`` in
     ``ktune trials JOB``); both None for a model's choice or a measurement recorded outside
-    any job.
+    any job. ``tuning``: a job of ``workload`` on ``device`` is still queued or running, so
+    the answer may still improve (a build may want to wait for it, or say so).
     """
 
     query: LookupQuery
@@ -37,6 +38,7 @@ class Answer:
     distance: float
     updated_at: datetime | None
     job: int | None = None  # last, so answers built by position (a model choice) still work
+    tuning: bool = False
 
     @classmethod
     def from_result(cls, query: LookupQuery, result: LookupResult) -> Answer:
@@ -50,6 +52,7 @@ class Answer:
             time_ms=tuned.time_ms,
             job=tuned.job_id,
             trial=tuned.seq,
+            tuning=tuned.tuning,
             distance=result.distance,
             updated_at=tuned.updated_at,
         )
@@ -73,6 +76,7 @@ class Answer:
             "time_ms": self.time_ms,
             "job": self.job,
             "trial": self.trial,
+            "tuning": self.tuning,
             "distance": self.distance,
             "updated_at": None if self.updated_at is None else utc_timestamp(self.updated_at),
         }

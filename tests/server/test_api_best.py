@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 import ktune
-from db import LookupQuery, TrialIn, TuningLog
+from db import JobSpec, LookupQuery, TrialIn, TuningLog
 from search_space.formats import load_cache
 from search_space.workload import Workload
 from tuner.importing import import_recording
@@ -58,6 +58,25 @@ def test_exact_answer(idle_client: TestClient, tuned: dict[tuple[int, ...], dict
     assert by_key == answer
     # times are written as everywhere else in the API: ISO 8601, UTC, with a Z
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", answer["updated_at"]), answer["updated_at"]
+
+
+def test_an_answer_says_while_its_shape_is_still_being_tuned(
+    idle_client: TestClient, tlog: TuningLog, tuned: dict[tuple[int, ...], dict[str, Any]]
+) -> None:
+    """A build during a tuning job gets the best so far, and is told it may still improve."""
+    question = {"operator": "matmul", "shape": "4096x4096x4096", "dtype": "float32", "device": A100}
+    assert _best(idle_client, **question).json()["tuning"] is False
+    w = tlog.get_workload("matmul/4096x4096x4096/float32")
+    d = tlog.get_device(A100)
+    assert w is not None and d is not None
+    job = tlog.create_job(JobSpec(w.id, d.id, "replay", "random", 0, 8, 10, None, None))
+    answer = _best(idle_client, **question).json()
+    assert answer["tier"] == "exact" and answer["tuning"] is True
+    near = _best(idle_client, operator="matmul", shape="3000x3000x3000", dtype="float32", device=A100).json()
+    assert near["workload"] == "matmul/4096x4096x4096/float32" and near["tuning"] is True  # its source shape is being tuned
+    assert _best(idle_client, operator="matmul", shape="1024x1024x1024", dtype="float32", device=A100).json()["tuning"] is False
+    tlog.set_job_state(job.id, "cancelled")
+    assert _best(idle_client, **question).json()["tuning"] is False
 
 
 def test_nearest_tuned_shape_on_the_same_device(idle_client: TestClient, tuned: dict[tuple[int, ...], dict[str, Any]]) -> None:

@@ -71,7 +71,7 @@ def test_every_trial_lands_in_the_log_and_reads_back(capsys, tmp_path: Path, db_
     best = json.loads(stdout)
     (seq,) = [t["index"] for t in doc["trials"] if t["config"] == doc["best"]["config"]]
     assert best == [{"workload": doc["workload"], "device": doc["device"], "time_ms": doc["best"]["time_ms"],
-                     "config": doc["best"]["config"], "job": doc["job"], "trial": seq}]
+                     "config": doc["best"]["config"], "job": doc["job"], "trial": seq, "tuning": False}]
     # the lookup names the same job and position: `ktune trials JOB` finds the trial there
     code, stdout, _ = ktune(capsys, "best", "-w", doc["workload"], "-d", doc["device"], "-f", "json", "--db", db_url)
     answer = json.loads(stdout)

@@ -128,7 +128,8 @@ def best(
         _emit(render_json(answer), output)
     else:
         table = Table("tier", "tuned for", "on", "time", "config")
-        table.add_row(answer.tier, answer.workload, answer.device, format_ms(answer.time_ms), format_config(answer.config))
+        tier = f"{answer.tier} (still tuning)" if answer.tuning else answer.tier
+        table.add_row(tier, answer.workload, answer.device, format_ms(answer.time_ms), format_config(answer.config))
         out.print(table)
 
 
@@ -209,7 +210,8 @@ def _list_best(workload: str | None, device: str | None, fmt: BestFormat, db: st
         rows = tlog.best(workload_key=workload, device_name=device)
     if fmt is BestFormat.json:
         return json.dumps([
-            {"workload": b.workload_key, "device": b.device_name, "time_ms": b.time_ms, "config": b.config, "job": b.job_id, "trial": b.seq}
+            {"workload": b.workload_key, "device": b.device_name, "time_ms": b.time_ms, "config": b.config,
+             "job": b.job_id, "trial": b.seq, "tuning": b.tuning}
             for b in rows
         ], indent=1) + "\n"
     if not rows:
