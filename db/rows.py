@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from sqlalchemy import Connection, Row, Select, Table, bindparam, select
+from sqlalchemy import Connection, Row, Select, Table, bindparam, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from db.models import ApiToken, BestConfig, Device, Job, Trial, Workload
@@ -88,7 +88,8 @@ _tuning = (
     .where(
         job_t.c.workload_id == best_t.c.workload_id,
         job_t.c.device_id == best_t.c.device_id,
-        job_t.c.state.in_(("queued", "running")),
+        # two comparisons, not IN (...): an IN list is re-rendered on every execution
+        or_(job_t.c.state == "queued", job_t.c.state == "running"),
     )
     .exists()
 )

@@ -117,9 +117,13 @@ def lookup(
     """
     query = _query(operator, shape, "" if dtype is None else dtype, "" if layout is None else layout, device, workload)
     tlog = db if isinstance(db, TuningLog) else _open(db)
-    query = replace(query, device=canonical_device(tlog, query.device))
     distance = device_distance() if fallback else None
     result = tlog.lookup(query, fallback=fallback, device_distance=distance)
+    if result is None or result.tier != "exact":  # the hot path, an exact hit, asks nothing more
+        canonical = canonical_device(tlog, query.device)
+        if canonical != query.device:
+            query = replace(query, device=canonical)
+            result = tlog.lookup(query, fallback=fallback, device_distance=distance)
     if result is not None and result.tier != "similar_device_nearest_shape":
         return Answer.from_result(query, result)
     if result is None:
