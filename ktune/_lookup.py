@@ -119,7 +119,9 @@ def lookup(
     tlog = db if isinstance(db, TuningLog) else _open(db)
     distance = device_distance() if fallback else None
     result = tlog.lookup(query, fallback=fallback, device_distance=distance)
-    if result is None or result.tier != "exact":  # the hot path, an exact hit, asks nothing more
+    # An exact or nearest-shape answer found the device under this very name; only after a
+    # miss may another spelling of it be the log's (the hot paths ask nothing more).
+    if result is None or result.tier not in ("exact", "nearest_shape"):
         canonical = canonical_device(tlog, query.device)
         if canonical != query.device:
             query = replace(query, device=canonical)
