@@ -112,8 +112,13 @@ def lookup(
     rank on this device); ``similar_device`` (this workload on the nearest device of the cost
     model's catalog); ``cost_model`` (a registered model's choice);
     ``similar_device_nearest_shape`` (both at once: the nearest tuned shape on the nearest
-    device that has shapes of this operator). ``fallback=False`` asks
-    for an exact answer only. ``db``: an open log, a URL, or None for the default log.
+    device that has shapes of this operator). ``fallback=False`` asks for an exact answer
+    only. ``db``: an open log, a URL, or None for the default log; a URL is opened read-only
+    (nothing is created or migrated).
+
+    Raises :class:`LookupInputError` (a ``ValueError``) for a malformed question and
+    ``db.DatabaseError`` when the log cannot be read (no such log, an older schema: run
+    ``ktune db upgrade``, an unreachable server).
     """
     query = _query(operator, shape, "" if dtype is None else dtype, "" if layout is None else layout, device, workload)
     tlog = db if isinstance(db, TuningLog) else _open(db)
