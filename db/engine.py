@@ -238,7 +238,9 @@ def _existing_file(parsed: URL) -> Path:
     try:
         mode = file.stat().st_mode
     except (FileNotFoundError, NotADirectoryError):
-        raise DatabaseError(f"no such tuning log: {mask_url(parsed)}") from None
+        raise DatabaseError(
+            f"no such tuning log: {mask_url(parsed)} (a tuning job or an import creates it)"
+        ) from None
     except OSError as exc:
         raise DatabaseError(f"cannot use {mask_url(parsed)}: {exc.strerror or exc}") from exc
     if not stat.S_ISREG(mode):
