@@ -56,7 +56,7 @@ def test_the_default_log_is_not_created_either(
 ) -> None:
     monkeypatch.delenv("KTUNE_DATABASE_URL")
     monkeypatch.setattr("platformdirs.user_data_dir", lambda app: str(tmp_path / "data" / app))
-    with pytest.raises(DatabaseError, match="^no such tuning log: sqlite:///.*/data/ktune/ktune.db \(a tuning job or an import creates it\)$"):
+    with pytest.raises(DatabaseError, match=r"^no such tuning log: sqlite:///.*/data/ktune/ktune.db \(a tuning job or an import creates it\)$"):
         TuningLog.open(read_only=True)
     assert not (tmp_path / "data").exists()
 
