@@ -15,7 +15,7 @@ Ties are broken by workload key, then device name, so an answer never depends on
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
 from sqlalchemy import Connection, bindparam
@@ -27,8 +27,10 @@ from db.shape_index import ShapeIndex
 __all__ = [
     "DeviceDistance",
     "exact",
+    "family_devices",
     "lookup",
     "operator_ranks",
+    "rank_devices",
     "shape_distance",
     "tuned",
 ]
@@ -116,20 +118,34 @@ def lookup(
             return LookupResult("nearest_shape", hit, distance)
     if device_distance is None:
         return None
-    ranked: list[tuple[float, str, BestRecord]] = []
-    for other in tuned(conn, workload_key=query.workload_key):
-        if other.device_name == query.device:
-            continue
-        apart = device_distance(query.device, other.device_name)
-        if apart is not None and math.isfinite(apart):
-            ranked.append((apart, other.device_name, other))
+    by_device = {other.device_name: other for other in tuned(conn, workload_key=query.workload_key)}
+    ranked = rank_devices(query.device, by_device, device_distance)
     if ranked:
-        nearest_device, _, best = min(ranked, key=lambda r: r[:2])
-        return LookupResult("similar_device", best, nearest_device)
+        apart, name = ranked[0]
+        return LookupResult("similar_device", by_device[name], apart)
     return _similar_device_nearest_shape(conn, query, shapes, device_distance)
 
 
 _FAMILY_DEVICES = family_query(device_t.c.name).distinct()
+
+
+def rank_devices(
+    device: str, others: Iterable[str], device_distance: DeviceDistance
+) -> list[tuple[float, str]]:
+    """``(distance, name)`` of the ``others`` but ``device``, nearest first (ties by name);
+    a device whose distance cannot be told is left out."""
+    ranked = []
+    for name in set(others) - {device}:
+        apart = device_distance(device, name)
+        if apart is not None and math.isfinite(apart):
+            ranked.append((apart, name))
+    return sorted(ranked)
+
+
+def family_devices(conn: Connection, operator: str, dtype: str, layout: str) -> list[str]:
+    """The devices with tuned shapes of (``operator``, ``dtype``, ``layout``)."""
+    params = {"operator": operator, "dtype": dtype, "layout": layout}
+    return list(conn.execute(_FAMILY_DEVICES, params).scalars())
 
 
 def _similar_device_nearest_shape(
@@ -137,15 +153,8 @@ def _similar_device_nearest_shape(
 ) -> LookupResult | None:
     """The nearest tuned shape on the most similar other device that has shapes of the
     query's family and rank; its distance is the device distance, as in ``similar_device``."""
-    params = {"operator": query.operator, "dtype": query.dtype, "layout": query.layout}
-    ranked: list[tuple[float, str]] = []
-    for name in conn.execute(_FAMILY_DEVICES, params).scalars():
-        if name == query.device:
-            continue
-        apart = device_distance(query.device, name)
-        if apart is not None and math.isfinite(apart):
-            ranked.append((apart, name))
-    for apart, name in sorted(ranked):
+    names = family_devices(conn, query.operator, query.dtype, query.layout)
+    for apart, name in rank_devices(query.device, names, device_distance):
         found = shapes.nearest(conn, replace(query, device=name))
         if found is None:  # tuned shapes of another rank only
             continue

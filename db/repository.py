@@ -557,6 +557,15 @@ class TuningLog:
         with self._read() as conn:
             return tiers.tuned(conn, operator=operator, dtype=dtype, layout=layout, device=device)
 
+    def similar_devices(
+        self, device: str, operator: str, dtype: str, layout: str, device_distance: tiers.DeviceDistance
+    ) -> list[tuple[float, str]]:
+        """``(distance, name)`` of the other devices with tuned shapes of (``operator``,
+        ``dtype``, ``layout``), nearest to ``device`` first, as the lookup's tiers rank them."""
+        with self._read() as conn:
+            names = tiers.family_devices(conn, operator, dtype, layout)
+        return tiers.rank_devices(device, names, device_distance)
+
     def operator_ranks(self, operator: str) -> set[int]:
         """Ranks of the shapes of ``operator``'s workloads in the log (empty if unknown)."""
         with self._read() as conn:

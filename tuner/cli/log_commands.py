@@ -193,16 +193,12 @@ def _header(
 
 def _most_similar_device(tlog: TuningLog, device: str, operator: str, dtype: str, layout: str) -> str | None:
     """The device of the log with tuned shapes of the operator whose spec is nearest to
-    ``device``'s (the lookup's ``similar_device`` tier), or None when none can be told."""
+    ``device``'s (as the lookup's similar-device tiers rank them), or None when none can be told."""
     distance = device_distance()
     if distance is None:
         return None
-    near = []
-    for name in sorted({t.device_name for t in tlog.tuned_configs(operator=operator, dtype=dtype, layout=layout)}):
-        d = distance(device, name)
-        if d is not None:
-            near.append((d, name))
-    return min(near)[1] if near else None
+    near = tlog.similar_devices(device, operator, dtype, layout, distance)
+    return near[0][1] if near else None
 
 
 def _list_best(workload: str | None, device: str | None, fmt: BestFormat, db: str | None) -> str | None:
