@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any, Sequence
@@ -80,11 +81,14 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 
 def _holds(path: Path, text: str) -> bool:
-    """Whether ``path`` is a regular file with mode 0644 whose content is ``text``."""
+    """Whether ``path`` is a regular file with mode 0644 whose content is ``text`` (read only
+    when its size already matches)."""
+    data = text.encode("utf-8")
     try:
-        if not path.is_file() or path.stat().st_mode & 0o777 != 0o644:
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode) or st.st_mode & 0o777 != 0o644 or st.st_size != len(data):
             return False
-        return path.read_bytes() == text.encode("utf-8")
+        return path.read_bytes() == data
     except OSError:
         return False
 
