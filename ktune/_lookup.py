@@ -135,15 +135,13 @@ def lookup(
         return Answer.from_result(query, result)
     if result is None:
         _check_known(tlog, query)
-    if not fallback:
-        return None
     # Neither this shape nor this device was measured: a model trained on the log ranks this
     # very workload's space for this device; where it cannot (an operator without a space, a
     # device without a spec), the measured nearest shape of the most similar device answers.
-    chosen = model_choice(tlog, query)
-    if chosen is not None or result is None:
-        return chosen
-    return Answer.from_result(query, result)
+    chosen = model_choice(tlog, query) if fallback else None
+    if chosen is None and result is not None:
+        return Answer.from_result(query, result)
+    return chosen
 
 
 def canonical_device(tlog: TuningLog, name: str) -> str:
