@@ -21,6 +21,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -28,7 +29,7 @@ from typing import Any, Literal, Self
 
 from tuner.measure.base import BackendError
 
-__all__ = ["PoolError", "TaskResult", "WorkerPool", "WorkerReply"]
+__all__ = ["PoolError", "SlotPool", "TaskResult", "WorkerPool", "WorkerReply"]
 
 Factory = Callable[[int], Callable[[Any], Any]]
 
@@ -115,27 +116,18 @@ class _Worker:
         self.kill()
 
 
-class WorkerPool:
-    """One child process per slot, each running ``factory(slot)``'s function on tasks."""
+class SlotPool(ABC):
+    """Workers by slot, each running a measurement function on tasks one at a time: the
+    interface of :class:`WorkerPool` (local child processes) and of
+    :class:`~tuner.measure.ray_pool.RayWorkerPool` (actors on a Ray cluster)."""
 
-    def __init__(
-        self,
-        factory: Factory,
-        *,
-        slots: int | Sequence[int] = 1,
-        timeout_s: float = 30.0,
-        start_timeout_s: float = 300.0,
-    ) -> None:
+    def __init__(self, slots: Sequence[int], timeout_s: float) -> None:
         if not timeout_s > 0:
             raise ValueError(f"timeout must be > 0, got {timeout_s}")
-        self.factory = factory
-        self.slots = list(range(slots)) if isinstance(slots, int) else list(slots)
+        self.slots = list(slots)
         if not self.slots:
             raise ValueError("a worker pool needs at least one slot")
         self.timeout_s = timeout_s
-        self.start_timeout_s = start_timeout_s
-        self._ctx = mp.get_context("spawn")
-        self._workers: dict[int, _Worker | None] = {s: None for s in self.slots}
         self._locks = {s: threading.Lock() for s in self.slots}
         self.restarts = 0
         self._closed = False
@@ -144,11 +136,7 @@ class WorkerPool:
         """What the slot's function reported when it started (``fn.hello()``), starting it."""
         slot = self.slots[0] if slot is None else slot
         with self._locks[slot]:
-            return self._worker(slot).hello
-
-    def pid(self, slot: int | None = None) -> int | None:
-        worker = self._workers[self.slots[0] if slot is None else slot]
-        return worker.pid if worker is not None else None
+            return self._hello(slot)
 
     def run(self, task: Any, slot: int | None = None, *, timeout_s: float | None = None) -> TaskResult:
         """Run one task on ``slot`` (the first by default) and wait for its answer."""
@@ -173,6 +161,46 @@ class WorkerPool:
             t.join()
         return [r for r in results if r is not None]
 
+    @abstractmethod
+    def close(self) -> None:
+        """Stop every worker; the pool cannot be used afterwards."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @abstractmethod
+    def _hello(self, slot: int) -> Any:
+        """The slot's ``hello``, starting its worker if need be (slot lock held)."""
+
+    @abstractmethod
+    def _run(self, slot: int, task: Any, timeout_s: float) -> TaskResult:
+        """One task on ``slot`` (slot lock held); failures are statuses, not exceptions."""
+
+
+class WorkerPool(SlotPool):
+    """One child process per slot, each running ``factory(slot)``'s function on tasks."""
+
+    def __init__(
+        self,
+        factory: Factory,
+        *,
+        slots: int | Sequence[int] = 1,
+        timeout_s: float = 30.0,
+        start_timeout_s: float = 300.0,
+    ) -> None:
+        super().__init__(list(range(slots)) if isinstance(slots, int) else slots, timeout_s)
+        self.factory = factory
+        self.start_timeout_s = start_timeout_s
+        self._ctx = mp.get_context("spawn")
+        self._workers: dict[int, _Worker | None] = {s: None for s in self.slots}
+
+    def pid(self, slot: int | None = None) -> int | None:
+        worker = self._workers[self.slots[0] if slot is None else slot]
+        return worker.pid if worker is not None else None
+
     def close(self) -> None:
         if self._closed:
             return
@@ -182,13 +210,10 @@ class WorkerPool:
                 worker.stop()
             self._workers[slot] = None
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # --- internals
+
+    def _hello(self, slot: int) -> Any:
+        return self._worker(slot).hello
 
     def _worker(self, slot: int) -> _Worker:
         if self._closed:
