@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from db import DatabaseError, LeaseLost, TuningLog
 from tuner.jobs import run_job
+from tuner.sources import runnable_backends
 
 __all__ = ["Runner", "RunnerShutdown", "RunnerStatus"]
 
@@ -59,7 +60,8 @@ class Runner:
 
     ``drain``: a slot ends when it finds nothing to claim (``ktune worker --drain``).
     ``backends``: run only jobs measured by these backends (e.g. ``("replay",)`` on a machine
-    without a GPU); None: any.
+    without a GPU); None: every backend this installation can run (``ray`` only where Ray is
+    installed, so that a worker without it never claims, and fails, a Ray job).
     """
 
     def __init__(
@@ -82,7 +84,7 @@ class Runner:
         self.lease_s = lease_s
         self.poll_s = poll_s
         self.drain = drain
-        self.backends = tuple(backends) if backends else None
+        self.backends = tuple(backends) if backends else runnable_backends()
         self._tlog = tlog
         self._fenced = tlog.for_runner(self.name)
         self._stopping = threading.Event()

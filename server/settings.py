@@ -73,11 +73,14 @@ class Settings(BaseSettings):
     @field_validator("runner_backends")
     @classmethod
     def _known_backends(cls, backends: tuple[str, ...]) -> tuple[str, ...]:
-        from tuner.sources import BACKENDS
+        from tuner.sources import BACKENDS, backend_unavailable
 
         unknown = [b for b in backends if b not in BACKENDS]
         if unknown:
             raise ValueError(f"unknown backend(s) {', '.join(map(repr, unknown))} (choose from: {', '.join(BACKENDS)})")
+        for name in backends:
+            if (reason := backend_unavailable(name)) is not None:
+                raise ValueError(f"backend {name!r}: {reason}")
         return backends
 
     @field_validator("recordings_dir")

@@ -10,6 +10,7 @@ __all__ = [
     "MAX_JOB_ID",
     "MAX_LEASE_S",
     "MAX_POLL_S",
+    "MAX_RAY_WORKERS",
     "MAX_REPLAY_SPEED",
     "MAX_SEED",
     "MAX_TRIALS",
@@ -23,6 +24,7 @@ MAX_BATCH = 256  # configurations measured per batch
 MAX_CONCURRENCY = 64  # jobs one runner process runs at once
 MAX_LEASE_S = 3600  # seconds a runner holds a job without renewing its lease
 MAX_POLL_S = 60  # seconds between a runner's looks at an empty queue
+MAX_RAY_WORKERS = 1024  # GPUs of a Ray cluster one job measures on at once
 # A replay spends the recorded GPU time at most this much slower than the GPU did (no slower):
 # a replay_speed of 0.001 held a runner's slot for half an hour per measurement, deaf to cancel.
 MIN_REPLAY_SPEED = 1.0

@@ -10,6 +10,7 @@ the ``cupy`` backend. :func:`open_source` rebuilds either from a job's backend a
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Protocol, Sequence
@@ -22,7 +23,8 @@ from search_space.formats.kernel_tuner import RecordedSpace
 from search_space.space import SearchSpace
 from search_space.workload import Workload
 from tuner.bounds import MAX_REPLAY_SPEED, MIN_REPLAY_SPEED
-from tuner.measure.base import Backend
+from tuner.measure.base import Backend, BackendError
+from tuner.measure.ray_pool import RayPlacement
 from tuner.measure.replay import ReplayBackend
 
 if TYPE_CHECKING:
@@ -35,8 +37,10 @@ __all__ = [
     "ReplaySource",
     "Source",
     "SourceError",
+    "backend_unavailable",
     "bundled_recordings",
     "open_source",
+    "runnable_backends",
     "resolve_recording",
 ]
 
@@ -67,7 +71,8 @@ class Source(Protocol):
     """What a job runs on. ``backend_name`` is stored with the job and picks the source class
     again on resume; ``options()`` is all :func:`open_source` needs to rebuild it."""
 
-    backend_name: ClassVar[str]
+    @property
+    def backend_name(self) -> str: ...
 
     @property
     def space(self) -> SearchSpace: ...
@@ -183,7 +188,6 @@ class OperatorSource:
     device and the space are the same as when the job started.
     """
 
-    backend_name: ClassVar[str] = "cupy"
     operator: Operator
     workload: Workload
     space: SearchSpace
@@ -193,6 +197,8 @@ class OperatorSource:
     timeout_s: float = 30.0
     settings: TimingSettings | None = None
     t1: Path | None = None
+    #: measure on GPUs of a Ray cluster instead of the local ``device``
+    ray: RayPlacement | None = None
 
     @classmethod
     def open(
@@ -208,11 +214,13 @@ class OperatorSource:
         timeout_s: float = 30.0,
         settings: TimingSettings | None = None,
         detect: Callable[[], list[dict[str, Any]]] | None = None,
+        ray: RayPlacement | None = None,
     ) -> OperatorSource:
         """Validate the operator and shape, detect the device, build the space.
 
         ``op`` is a registered operator name, or ``custom`` with ``t1`` a T1 spec whose
-        ``KernelFile`` is the kernel. ``detect`` replaces device detection (tests)."""
+        ``KernelFile`` is the kernel. With ``ray``, the device is a GPU of that Ray cluster
+        (probed there) and ``device`` must be 0. ``detect`` replaces device detection (tests)."""
         from search_space import operators
         from search_space.operators import DeviceLimits
         from search_space.operators.custom import CustomOperator
@@ -221,6 +229,8 @@ class OperatorSource:
 
         if not timeout_s > 0:
             raise SourceError(f"timeout must be > 0 seconds, got {timeout_s}")
+        if ray is not None and device != 0:
+            raise SourceError("a device index is for local GPUs; on Ray the cluster picks the GPU (see --gpu-type)")
         t1_path = None
         if op == "custom":
             if t1 is None:
@@ -234,7 +244,14 @@ class OperatorSource:
                 raise SourceError(f"operator {op!r} needs a shape")
             operator = operators.get(op)
             workload = operator.workload(shape, dtype, layout)
-        specs = (detect or detect_devices)()
+        if detect is not None:
+            specs = detect()
+        elif ray is not None:
+            from tuner.measure.ray_pool import detect_device
+
+            specs = [detect_device(ray)]
+        else:
+            specs = detect_devices()
         if not 0 <= device < len(specs):
             raise SourceError(f"no CUDA device {device} (this machine has {len(specs)})")
         spec = specs[device]
@@ -244,7 +261,7 @@ class OperatorSource:
         if len(space) == 0:
             raise SourceError(f"no configuration of {workload.key} fits {spec.get('name')} under the constraints")
         return cls(operator, workload, space, device, dict(spec), tuple(constraints), float(timeout_s),
-                   settings or TimingSettings(), t1_path)
+                   settings or TimingSettings(), t1_path, ray)
 
     @classmethod
     def from_options(cls, options: dict[str, Any], detect: Callable[[], list[dict[str, Any]]] | None = None) -> OperatorSource:
@@ -259,14 +276,22 @@ class OperatorSource:
             timeout_s=float(options.get("timeout_s", 30.0)),
             settings=TimingSettings(**options.get("timing", {})),
             detect=detect,
+            ray=RayPlacement.from_options(options["ray"]) if options.get("ray") else None,
         )
         if source.workload.key != wl.key:
             raise SourceError(f"the job's workload {wl.key} is now {source.workload.key}: its kernel spec changed")
         if options.get("device_name") and source.device_name != options["device_name"]:
-            raise SourceError(f"the job ran on {options['device_name']}, device {source.device} is {source.device_name}")
+            where = source.ray.describe() if source.ray else f"device {source.device}"
+            raise SourceError(f"the job ran on {options['device_name']}, {where} is {source.device_name}")
         if options.get("space") and source.space.fingerprint() != options["space"]:
             raise SourceError("the job's search space changed since it started (different device limits or ktune)")
         return source
+
+    @property
+    def backend_name(self) -> str:
+        """``ray`` for a job measured on a Ray cluster (so that runners without a GPU can take
+        just those: ``ktune worker --backend ray``), else ``cupy`` (the local GPU)."""
+        return "ray" if self.ray else "cupy"
 
     def options(self) -> dict[str, Any]:
         return {
@@ -279,6 +304,7 @@ class OperatorSource:
             "timeout_s": self.timeout_s,
             "timing": asdict(self.settings) if self.settings else {},
             "space": self.space.fingerprint(),
+            "ray": self.ray.to_options() if self.ray else None,
         }
 
     @property
@@ -295,23 +321,44 @@ class OperatorSource:
 
     @property
     def description(self) -> str:
-        return f"measured on CUDA device {self.device}"
+        return f"measured on {self.ray.describe()}" if self.ray else f"measured on CUDA device {self.device}"
 
     def backend(self) -> Backend:
         from tuner.measure.cupy_backend import CupyBackend
         from tuner.measure.worker import TimingSettings
 
         op: str | Operator = self.operator if self.t1 else self.operator.name
-        return CupyBackend(op, self.workload, devices=[self.device], settings=self.settings or TimingSettings(),
-                           timeout_s=self.timeout_s)
+        backend = CupyBackend(op, self.workload, devices=[self.device], settings=self.settings or TimingSettings(),
+                              timeout_s=self.timeout_s, ray=self.ray)
+        if backend.device_name != self.device_name:  # Ray gave another kind of GPU than it probed
+            backend.close()
+            raise BackendError(
+                f"the job tunes for {self.device_name} but its workers got {backend.device_name}"
+                + (" (name the GPU with --gpu-type)" if self.ray and not self.ray.gpu_type else "")
+            )
+        return backend
 
 
 _OPENERS: dict[str, Callable[[dict[str, Any]], Source]] = {
     "replay": lambda options: ReplaySource.from_options(options),
     "cupy": lambda options: OperatorSource.from_options(options),
+    "ray": lambda options: OperatorSource.from_options(options),
 }
 #: the backends a job may name (``ktune worker --backend``, ``KTUNE_RUNNER_BACKENDS``)
 BACKENDS: tuple[str, ...] = tuple(_OPENERS)
+
+
+def backend_unavailable(name: str) -> str | None:
+    """Why this installation cannot run jobs of backend ``name`` at all, or None. (A ``cupy``
+    job may still find no GPU here; that is the job's error, found when it starts.)"""
+    if name == "ray" and importlib.util.find_spec("ray") is None:
+        return "Ray is not installed (pip install 'ktune[ray]')"
+    return None
+
+
+def runnable_backends() -> tuple[str, ...]:
+    """The backends a runner takes when told none: those this installation can run."""
+    return tuple(b for b in BACKENDS if backend_unavailable(b) is None)
 
 
 def open_source(backend: str, options: dict[str, Any]) -> Source:

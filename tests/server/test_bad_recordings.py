@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,8 +13,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 import server.recordings
+from db import TuningLog
 from search_space.formats import FormatError
 from server import Settings, SettingsError
+from server.runner import Runner
 from tests.recordings import kt_cache
 from tests.server.conftest import AUTH, make_client
 
@@ -134,7 +137,22 @@ def test_a_recordings_directory_removed_while_serving_leaves_the_bundled_ones(
 def test_an_unknown_runner_backend_fails_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
     """A typo in KTUNE_RUNNER_BACKENDS would make a runner that never claims a job."""
     monkeypatch.setenv("KTUNE_RUNNER_BACKENDS", "replay, cuda")
-    with pytest.raises(SettingsError, match=r"KTUNE_RUNNER_BACKENDS: unknown backend\(s\) 'cuda' \(choose from: replay, cupy\)"):
+    with pytest.raises(SettingsError, match=r"KTUNE_RUNNER_BACKENDS: unknown backend\(s\) 'cuda' \(choose from: replay, cupy, ray\)"):
         Settings.load()
     monkeypatch.setenv("KTUNE_RUNNER_BACKENDS", "replay,cupy")
     assert Settings.load().runner_backends == ("replay", "cupy")
+
+
+def test_a_runner_without_ray_neither_takes_nor_accepts_ray_jobs(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """Left to take any job, a runner without Ray would claim a job measured on a Ray cluster
+    and fail it; told to take them, it fails at start instead."""
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
+    with TuningLog.open(f"sqlite:///{tmp_path / 'log.db'}") as tlog:
+        assert Runner(tlog).backends == ("replay", "cupy")
+    monkeypatch.delitem(sys.modules, "ray")
+    with TuningLog.open(f"sqlite:///{tmp_path / 'log.db'}") as tlog:
+        assert Runner(tlog).backends == ("replay", "cupy", "ray")
+    monkeypatch.setitem(sys.modules, "ray", None)
+    monkeypatch.setenv("KTUNE_RUNNER_BACKENDS", "replay,ray")
+    with pytest.raises(SettingsError, match=r"backend 'ray': Ray is not installed \(pip install 'ktune\[ray\]'\)"):
+        Settings.load()

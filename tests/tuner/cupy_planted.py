@@ -46,3 +46,15 @@ def planted(slot: int) -> Planted:
 
 def broken(slot: int) -> Planted:
     raise RuntimeError("CUDA driver version is insufficient")
+
+
+class PlantedPerProcess(Planted):
+    """A planted function whose GPU is named after its process: workers that are different
+    GPUs."""
+
+    def hello(self) -> dict:
+        return {**FAKE_GPU, "name": f"Planted GPU {os.getpid()}"}
+
+
+def planted_per_process(slot: int) -> PlantedPerProcess:
+    return PlantedPerProcess(slot)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -118,6 +119,23 @@ def test_the_largest_seed_runs_with_every_strategy(capsys: pytest.CaptureFixture
     with TuningLog.open(log_url) as tlog:
         (job,) = tlog.list_jobs()
     assert job.state == "done" and job.n_trials == 12 and job.spec.seed == 2**31 - 1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--replay", PNPOLY, "--ray", "auto"), "error: --ray goes with --op: a recording is replayed here, without a GPU"),
+        (("--op", "matmul", "--shape", "64x64x64", "--gpu-type", "H100"), "error: --ray-workers and --gpu-type go with --ray ADDRESS"),
+        (("--op", "matmul", "--shape", "64x64x64", "--ray", "auto", "--ray-workers", "0"), "error: --ray-workers must be 1..1024, got 0"),
+        (("--op", "matmul", "--shape", "64x64x64", "--ray", " "), "error: --ray: the Ray address is empty (auto, local or ray://host:port)"),
+        (("--op", "matmul", "--shape", "64x64x64", "--ray", "auto", "--gpu-type", ""), "error: --ray: the GPU type is empty (a Ray accelerator type such as H100)"),
+    ],
+)
+def test_ray_options_are_checked_before_anything_starts(
+    capsys: pytest.CaptureFixture[str], log_url: str, args: tuple[str, ...], message: str
+) -> None:
+    assert refused(capsys, "tune", *args, "--budget", "3", "-q", "--db", log_url) == message
+    assert jobs_in(log_url) == []
 
 
 # -- 3. output files ----------------------------------------------------------------------------
@@ -293,7 +311,7 @@ def test_serve_refuses_an_unknown_log_level_before_serving(capsys: pytest.Captur
         (["worker", "--drain", "--poll", "-1"], "--poll must be > 0 and <= 60, got -1.0"),
         (["worker", "--drain", "--poll", "inf"], "--poll must be > 0 and <= 60, got inf"),
         (["worker", "--drain", "--backend", "replay", "--backend", "nope"],
-         "--backend: unknown backend 'nope' (choose from: replay, cupy)"),
+         "--backend: unknown backend 'nope' (choose from: replay, cupy, ray)"),
     ],
 )
 def test_service_options_out_of_range_name_the_flag(
@@ -301,6 +319,14 @@ def test_service_options_out_of_range_name_the_flag(
 ) -> None:
     line = refused(capsys, *args, "--db", log_url)
     assert line == f"error: {expected}"  # the flag typed, not the KTUNE_* variable behind it
+
+
+def test_a_worker_without_ray_refuses_to_take_ray_jobs(
+    capsys: pytest.CaptureFixture[str], log_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
+    line = refused(capsys, "worker", "--drain", "--backend", "ray", "--db", log_url)
+    assert line == "error: --backend ray: Ray is not installed (pip install 'ktune[ray]')"
 
 
 def test_worker_accepts_the_bounds_themselves(capsys: pytest.CaptureFixture[str], log_url: str) -> None:

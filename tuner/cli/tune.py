@@ -11,7 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from db import JobRecord, TrialRecord, TuningLog
 from tuner import strategies
-from tuner.bounds import MAX_BATCH, MAX_JOB_ID, MAX_REPLAY_SPEED, MAX_SEED, MAX_TRIALS, MIN_REPLAY_SPEED
+from tuner.bounds import MAX_BATCH, MAX_JOB_ID, MAX_RAY_WORKERS, MAX_REPLAY_SPEED, MAX_SEED, MAX_TRIALS, MIN_REPLAY_SPEED
 from tuner.budget import Budget
 from tuner.cli.common import (
     CliError,
@@ -33,6 +33,7 @@ from tuner.holder import live_holder, process_holder
 from tuner.jobs import JobRequest, create_job, run_job
 from tuner.loop import Batch, Outcome
 from tuner.measure.base import BackendError
+from tuner.measure.ray_pool import START_TIMEOUT_S, RayPlacement
 from tuner.sources import OperatorSource, ReplaySource, Source, SourceError, open_source
 
 __all__ = ["tune"]
@@ -59,6 +60,9 @@ def tune(
     dtype: Annotated[str, typer.Option("--dtype", help="Data type for --op: float32 or float16.")] = "float32",
     layout: Annotated[str, typer.Option("--layout", help="Layout for --op: NCHW/NHWC (conv2d), sum/max (reduction).")] = "",
     device: Annotated[int, typer.Option("--device", help="CUDA device index for --op.")] = 0,
+    ray: Annotated[Optional[str], typer.Option("--ray", help="Measure --op on GPUs of a Ray cluster: auto (the cluster of this node), ray://HOST:PORT, or local.")] = None,
+    ray_workers: Annotated[Optional[int], typer.Option("--ray-workers", help="With --ray: GPUs measuring in parallel (use with --batch).")] = None,
+    gpu_type: Annotated[Optional[str], typer.Option("--gpu-type", help="With --ray: the Ray accelerator type to run on, e.g. H100 or A100.")] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds one measurement may take on the GPU before its worker is killed.")] = 30.0,
     strategy: Annotated[str, typer.Option("--strategy", "-s", help="Search strategy (see `ktune strategies`).")] = strategies.DEFAULT,
     budget: Annotated[Optional[int], typer.Option("--budget", "-n", help=f"Maximum number of measurements (1..{MAX_TRIALS}).")] = None,
@@ -83,6 +87,11 @@ def tune(
     check_range("--seed", seed, 0, MAX_SEED)
     check_range("--batch", batch, 1, MAX_BATCH)
     check_range("--replay-speed", replay_speed, MIN_REPLAY_SPEED, MAX_REPLAY_SPEED)
+    check_range("--ray-workers", ray_workers, 1, MAX_RAY_WORKERS)
+    if (ray_workers is not None or gpu_type is not None) and ray is None:
+        raise CliError("--ray-workers and --gpu-type go with --ray ADDRESS")
+    if ray is not None and op is None:
+        raise CliError("--ray goes with --op: a recording is replayed here, without a GPU")
     if out_file is not None:
         out_file = check_output("--out", out_file)
     if resume is not None:
@@ -120,9 +129,13 @@ def tune(
     elif op is not None:
         if spec is not None and op != "custom":
             raise CliError("--spec goes with --replay or --op custom")
+        placement = _placement(ray, ray_workers, gpu_type)
+        if placement is not None and not quiet:
+            err.print(f"asking {placement.describe()} for its spec (waiting up to {START_TIMEOUT_S:g} s for a node to offer one)",
+                      markup=False)
         source = OperatorSource.open(
             op, shape, dtype, layout, t1=spec if op == "custom" else None, device=device,
-            constraints=constraint or (), timeout_s=timeout,
+            constraints=constraint or (), timeout_s=timeout, ray=placement,
         )
     else:
         source = ReplaySource.open(replay, spec=spec, constraints=constraint or (), speed=replay_speed)  # type: ignore[arg-type]
@@ -131,6 +144,16 @@ def tune(
     with tlog:
         job = create_job(tlog, request, state="running")
         _run(tlog, job.id, source, budget, out_file, quiet)
+
+
+def _placement(address: str | None, workers: int | None, gpu_type: str | None) -> RayPlacement | None:
+    """The Ray placement of ``--ray``, ``--ray-workers`` and ``--gpu-type`` (None without --ray)."""
+    if address is None:
+        return None
+    try:
+        return RayPlacement(address, workers or 1, gpu_type)
+    except ValueError as exc:
+        raise CliError(f"--ray: {exc}") from None
 
 
 def _given(ctx: typer.Context, name: str | None) -> bool:

@@ -11,7 +11,7 @@ import typer
 
 from tuner.bounds import MAX_CONCURRENCY, MAX_LEASE_S, MAX_POLL_S
 from tuner.cli.common import CliError, DbOption, check_range, open_log, out
-from tuner.sources import BACKENDS
+from tuner.sources import BACKENDS, backend_unavailable
 
 __all__ = ["worker"]
 
@@ -23,7 +23,7 @@ def worker(
     lease: Annotated[float | None, typer.Option("--lease", help=f"Seconds a job stays ours without renewal, up to {MAX_LEASE_S:g} (default $KTUNE_LEASE_SECONDS or 30).")] = None,
     poll: Annotated[float | None, typer.Option("--poll", help=f"Seconds between looks at the queue when idle, up to {MAX_POLL_S:g}.")] = None,
     drain: Annotated[bool, typer.Option("--drain", help="Exit once the queue is empty.")] = False,
-    backend: Annotated[list[str] | None, typer.Option("--backend", help=f"Run only jobs of this backend: {' or '.join(BACKENDS)} (repeatable; default $KTUNE_RUNNER_BACKENDS, else any).")] = None,
+    backend: Annotated[list[str] | None, typer.Option("--backend", help=f"Run only jobs of this backend: {' or '.join(BACKENDS)} (repeatable; default $KTUNE_RUNNER_BACKENDS, else every one this installation can run).")] = None,
     db: DbOption = None,
 ) -> None:
     """Claim queued jobs and run them; several workers may share a PostgreSQL log.
@@ -41,6 +41,8 @@ def worker(
     for name in backend or ():
         if name not in BACKENDS:
             raise CliError(f"--backend: unknown backend {name!r} (choose from: {', '.join(BACKENDS)})")
+        if (reason := backend_unavailable(name)) is not None:
+            raise CliError(f"--backend {name}: {reason}")
     settings = Settings.load(
         database_url=db, lease_seconds=lease, poll_seconds=poll, runner_backends=tuple(backend) if backend else None
     )

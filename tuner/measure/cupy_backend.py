@@ -1,10 +1,11 @@
 """The ``cupy`` backend: configs compiled with NVRTC and timed on the local NVIDIA GPU(s).
 
 Measurement runs in worker processes (:class:`~tuner.measure.pool.WorkerPool`, one per GPU,
-each holding its CUDA context) built by :func:`~tuner.measure.worker.make_measurer`. What a
-worker cannot answer becomes a status, never an exception: a worker that dies is a
-``runtime_error``, one that does not answer within ``timeout_s`` a ``timeout``; either way it
-is replaced and the job goes on.
+each holding its CUDA context) built by :func:`~tuner.measure.worker.make_measurer`, or, given
+a :class:`~tuner.measure.ray_pool.RayPlacement`, in actors on GPUs of a Ray cluster (every one
+of them the same kind of GPU). What a worker cannot answer becomes a status, never an
+exception: a worker that dies is a ``runtime_error``, one that does not answer within
+``timeout_s`` a ``timeout``; either way it is replaced and the job goes on.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from search_space.operators import Operator
 from search_space.parameters import Config
 from search_space.workload import Workload
 from tuner.measure.base import Backend, BackendError, Measurement, Status
-from tuner.measure.pool import Factory, TaskResult, WorkerPool
+from tuner.measure.pool import Factory, SlotPool, TaskResult, WorkerPool
+from tuner.measure.ray_pool import RayPlacement, RayWorkerPool
 from tuner.measure.worker import MeasureSpec, TimingSettings, make_measurer
 
 __all__ = ["CupyBackend"]
@@ -36,13 +38,21 @@ class CupyBackend(Backend):
         timeout_s: float = 30.0,
         seed: int = 0,
         factory: Factory | None = None,
+        ray: RayPlacement | None = None,
     ) -> None:
-        """``factory`` replaces the GPU measurer (tests plant crashing or hanging ones)."""
+        """``devices``: local CUDA device indices; ``ray``: measure on a Ray cluster instead.
+        ``factory`` replaces the GPU measurer (tests plant crashing or hanging ones)."""
         spec = MeasureSpec(operator, workload.key, settings or TimingSettings(), seed)
         self.workload = workload
-        self.pool = WorkerPool(factory or functools.partial(make_measurer, spec), slots=list(devices), timeout_s=timeout_s)
+        factory = factory or functools.partial(make_measurer, spec)
+        self.pool: SlotPool = (
+            RayWorkerPool(factory, ray, timeout_s=timeout_s) if ray is not None
+            else WorkerPool(factory, slots=list(devices), timeout_s=timeout_s)
+        )
         try:
             self.spec: dict[str, Any] = dict(self.pool.hello() or {})
+            if ray is not None:
+                self._check_same_gpu()
         except BackendError:
             self.pool.close()
             raise
@@ -51,6 +61,16 @@ class CupyBackend(Backend):
     @property
     def device_name(self) -> str:
         return str(self.spec.get("name", "unknown GPU"))
+
+    def _check_same_gpu(self) -> None:
+        """Start every Ray worker now and refuse a mix of GPUs: a job's times must be comparable."""
+        for slot in self.pool.slots[1:]:
+            name = dict(self.pool.hello(slot) or {}).get("name")
+            if name != self.spec.get("name"):
+                raise BackendError(
+                    f"Ray placed workers on different GPUs ({self.spec.get('name')!r} and {name!r}); "
+                    "name one kind with --gpu-type"
+                )
 
     def measure(self, configs: Sequence[Config]) -> list[Measurement]:
         return [self._measurement(c, r) for c, r in zip(configs, self.pool.map([dict(c) for c in configs]))]

@@ -1,0 +1,177 @@
+"""GPU workers on a Ray cluster, without a GPU: a local, CPU-only Ray runs planted measurement
+functions that crash, hang, raise and poison their actor; the pool, the cupy backend and a job
+go on as they do with local workers, and a job created on Ray resumes on Ray."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import ray
+
+from db import TuningLog
+from search_space.operators import DeviceLimits
+from search_space.operators.custom import CustomOperator
+from tests.tuner.cupy_planted import FAKE_GPU, broken, planted, planted_per_process
+from tuner.budget import Budget
+from tuner.jobs import JobRequest, create_job, run_job
+from tuner.measure import cupy_backend, ray_pool
+from tuner.measure.base import BackendError, Status
+from tuner.measure.cupy_backend import CupyBackend
+from tuner.measure.pool import PoolError
+from tuner.measure.ray_pool import RayPlacement, RayWorkerPool
+from tuner.sources import OperatorSource, SourceError, open_source
+
+#: actors without GPUs: the cluster here has none, and the planted functions need none
+CPU = RayPlacement("local", workers=1, num_gpus=0)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray():
+    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False, object_store_memory=100 * 2**20)
+    yield
+    ray.shutdown()
+
+
+def test_crash_hang_raise_and_sticky_errors_are_statuses_and_the_pool_goes_on() -> None:
+    with RayWorkerPool(planted, CPU, timeout_s=2.0) as pool:
+        first = pool.run({"x": 1})
+        assert first.status == "ok" and first.value["time_ms"] == 1.0
+        pid = first.value["extra"]["pid"]
+
+        raised = pool.run({"mode": "raise"})
+        assert raised.status == "error" and "planted failure" in raised.error and not raised.restarted
+        assert pool.run({}).value["extra"]["pid"] == pid  # an exception does not cost the actor
+
+        crashed = pool.run({"mode": "crash"})
+        assert crashed.status == "crashed" and "Ray worker died" in crashed.error and crashed.restarted
+        after_crash = pool.run({"x": 2})
+        assert after_crash.status == "ok" and after_crash.value["extra"]["pid"] != pid
+
+        started = time.perf_counter()
+        hung = pool.run({"mode": "hang"})
+        assert hung.status == "timeout" and 2.0 <= time.perf_counter() - started < 15
+        assert pool.run({"x": 3}).status == "ok"
+
+        sticky = pool.run({"mode": "sticky"})
+        assert sticky.status == "ok" and sticky.restarted and sticky.value["status"] == "runtime_error"
+        assert pool.run({}).value["extra"]["pid"] not in (pid, after_crash.value["extra"]["pid"])
+        assert pool.restarts == 3
+
+
+def test_a_batch_spreads_over_the_workers_and_keeps_its_order() -> None:
+    with RayWorkerPool(planted, RayPlacement("local", workers=2, num_gpus=0), timeout_s=10) as pool:
+        results = pool.map([{"x": i} for i in range(6)])
+        assert [r.value["time_ms"] for r in results] == [0, 1, 2, 3, 4, 5]
+        assert len({r.value["extra"]["pid"] for r in results}) == 2
+
+
+def test_a_worker_that_cannot_start_is_a_pool_error() -> None:
+    with RayWorkerPool(broken, CPU) as pool, pytest.raises(PoolError, match="CUDA driver version is insufficient"):
+        pool.hello()
+
+
+def test_a_gpu_no_node_offers_is_an_error_after_the_start_timeout_not_a_hang() -> None:
+    wanted = RayPlacement("local", gpu_type="H100")  # one H100 per worker; this cluster has no GPU
+    with RayWorkerPool(planted, wanted, start_timeout_s=2) as pool:
+        started = time.perf_counter()
+        with pytest.raises(PoolError, match="no free H100 GPU"):
+            pool.hello()
+        assert time.perf_counter() - started < 15
+    with pytest.raises(BackendError, match="no Ray node offered a GPU of type H100"):
+        ray_pool.detect_device(wanted, timeout_s=2)
+
+
+def test_the_backend_maps_every_outcome_and_refuses_a_mix_of_gpus() -> None:
+    op = _planted_operator()
+    backend = CupyBackend(op, op.workload(), factory=planted, timeout_s=2.0, ray=CPU)
+    try:
+        assert backend.device_name == "Planted GPU"
+        got = backend.measure([{"mode": m, "x": 2} for m in ("ok", "crash", "hang", "raise", "wrong", "ok")])
+        assert [m.status for m in got] == [Status.OK, Status.RUNTIME_ERROR, Status.TIMEOUT, Status.RUNTIME_ERROR,
+                                           Status.WRONG_RESULT, Status.OK]
+        assert got[0].time_ms == 2.0 and "Ray worker died" in got[1].error and "no answer within" in got[2].error
+    finally:
+        backend.close()
+    mixed = RayPlacement("local", workers=2, num_gpus=0)
+    with pytest.raises(BackendError, match="different GPUs .* --gpu-type"):
+        CupyBackend(op, op.workload(), factory=planted_per_process, ray=mixed)
+
+
+def test_a_job_measured_on_ray_records_every_outcome_and_a_runner_reopens_it_on_ray(tmp_path: Path, monkeypatch) -> None:
+    op = _planted_operator()
+    wl = op.workload()
+    placement = RayPlacement("local", workers=2, num_gpus=0)
+    # the cluster's "GPU": the planted spec, probed there, and planted measurements
+    monkeypatch.setattr(ray_pool, "detect_device", lambda p, timeout_s=0: dict(FAKE_GPU))
+    monkeypatch.setattr(cupy_backend, "make_measurer", lambda spec, slot: planted(slot))
+    monkeypatch.setattr(OperatorSource, "open", _open_planted(op))
+    src = OperatorSource.open("planted", ray=placement, timeout_s=2.0)
+    with TuningLog.open(f"sqlite:///{tmp_path / 'log.db'}") as tlog:
+        job = create_job(tlog, JobRequest(src, "random", Budget(max_trials=12), seed=1, batch_size=4))
+        assert job.spec.options["ray"] == placement.to_options()
+        monkeypatch.setenv(ray_pool.ADDRESS_ENV, "local")
+        reopened = open_source(job.spec.backend, job.spec.options)  # what a runner does
+        assert reopened.ray == placement
+        outcome = run_job(tlog, job.id, source=reopened)
+        assert outcome.reason in ("budget", "exhausted")
+        trials = tlog.job_trials(job.id)
+        assert len(trials) == 12
+        by_mode = {t.config["mode"]: t.status for t in trials}
+        assert by_mode == {"ok": "ok", "crash": "runtime_error", "hang": "timeout", "raise": "runtime_error",
+                           "sticky": "runtime_error", "wrong": "wrong_result"}
+        assert tlog.best(workload_key=wl.key)[0].time_ms == 1.0
+
+
+def test_an_operator_on_ray_takes_its_limits_from_the_probed_gpu(monkeypatch) -> None:
+    placement = RayPlacement("local", gpu_type="A100")
+    probed: list[RayPlacement] = []
+    monkeypatch.setattr(ray_pool, "detect_device", lambda p, timeout_s=0: probed.append(p) or dict(FAKE_GPU))
+    src = OperatorSource.open("matmul", "256x256x256", ray=placement)
+    assert probed == [placement] and src.device_name == "Planted GPU" and src.ray == placement
+    assert src.options()["ray"] == placement.to_options()
+    assert src.description == "measured on a GPU of type A100 on the Ray cluster at local"
+    with pytest.raises(SourceError, match="on Ray the cluster picks the GPU"):
+        OperatorSource.open("matmul", "256x256x256", ray=placement, device=1)
+
+
+def test_workers_given_another_gpu_than_the_probed_one_are_refused(monkeypatch) -> None:
+    monkeypatch.setattr(ray_pool, "detect_device", lambda p, timeout_s=0: dict(FAKE_GPU))
+    monkeypatch.setattr(cupy_backend, "make_measurer", lambda spec, slot: planted_per_process(slot))
+    src = OperatorSource.open("matmul", "256x256x256", ray=CPU)
+    with pytest.raises(BackendError, match=r"tunes for Planted GPU but its workers got Planted GPU \d+ \(name the GPU with --gpu-type\)"):
+        src.backend()
+
+
+def test_a_stored_address_gives_way_to_the_environment(monkeypatch) -> None:
+    stored = RayPlacement("ray://head:10001", workers=3, gpu_type="A100").to_options()
+    assert RayPlacement.from_options(stored) == RayPlacement("ray://head:10001", 3, "A100")
+    monkeypatch.setenv(ray_pool.ADDRESS_ENV, "auto")
+    assert RayPlacement.from_options(stored) == RayPlacement("auto", 3, "A100")
+
+
+@pytest.mark.parametrize("bad", [{"address": " "}, {"workers": 0}, {"gpu_type": ""}, {"num_gpus": -1}])
+def test_a_placement_rejects_what_ray_cannot_place(bad: dict) -> None:
+    with pytest.raises(ValueError):
+        RayPlacement(**bad)
+
+
+def _planted_operator() -> CustomOperator:
+    return CustomOperator(
+        "planted", "", "planted", 1024,
+        {"mode": ["ok", "crash", "hang", "raise", "sticky", "wrong"], "x": [1, 2]},
+        [np.zeros(4, np.float32)],
+    )
+
+
+def _open_planted(op: CustomOperator):
+    """``OperatorSource.open`` for the planted operator, which is not a registered one."""
+
+    def fake(cls, _name, *args, ray=None, timeout_s=30.0, **kwargs):
+        wl = op.workload()
+        spec = ray_pool.detect_device(ray) if ray is not None else dict(FAKE_GPU)
+        return cls(op, wl, op.space(wl, DeviceLimits.from_spec(spec)), 0, spec, timeout_s=timeout_s, ray=ray)
+
+    return classmethod(fake)
