@@ -46,6 +46,8 @@ class Settings(BaseSettings):
     lease_seconds: float = Field(30.0, gt=0, le=MAX_LEASE_S)
     poll_seconds: float = Field(1.0, gt=0, le=MAX_POLL_S)
     recordings_dir: Path | None = None
+    #: the Ray cluster that measures operator jobs (POST /v1/jobs with ``operator``); none: no GPUs
+    ray_address: str | None = Field(None, min_length=1, max_length=500)
     max_body_bytes: int = Field(64 * 1024, ge=1024, le=16 * 1024 * 1024)
 
     @field_validator("api_tokens", "runner_backends", mode="before")

@@ -1,21 +1,29 @@
 """Turn a ``POST /v1/jobs`` body into a job, validated by the same code as ``ktune tune``.
 
 Every check runs before anything is written; a failed check is a :class:`FieldError` naming
-the field of the request, which the router answers with 422.
+the field of the request, which the router answers with 422. An operator job's GPU is probed on
+the server's Ray cluster first; a cluster that offers none in time is a
+:class:`~tuner.measure.base.BackendError` (503).
 """
 
 from __future__ import annotations
 
 from db import JobRecord, TuningLog
+from search_space import operators
 from search_space.formats import FormatError
 from server.recordings import RecordingCatalog, UnknownRecording
 from server.schemas.jobs import JobCreate
 from tuner.budget import Budget, BudgetError
 from tuner.jobs import JobError, JobRequest, create_job
-from tuner.sources import ReplaySource
+from tuner.measure import ray_pool
+from tuner.measure.ray_pool import RayPlacement
+from tuner.sources import OperatorSource, ReplaySource, SourceError
 from tuner.strategies import StrategyError
 
-__all__ = ["FieldError", "build_request", "submit"]
+__all__ = ["PROBE_TIMEOUT_S", "FieldError", "build_request", "submit"]
+
+#: how long a submission waits for the Ray cluster to offer the GPU an operator job asks for
+PROBE_TIMEOUT_S = 30.0
 
 
 class FieldError(ValueError):
@@ -26,17 +34,29 @@ class FieldError(ValueError):
         self.field = field
 
 
-def build_request(body: JobCreate, catalog: RecordingCatalog) -> JobRequest:
-    """The validated job request, or :class:`FieldError`."""
-    try:
-        info = catalog.resolve(body.space)
-    except UnknownRecording as exc:
-        raise FieldError(("space",), str(exc)) from None
+def build_request(body: JobCreate, catalog: RecordingCatalog, ray_address: str | None = None) -> JobRequest:
+    """The validated job request, or :class:`FieldError` (or :class:`BackendError` when the
+    Ray cluster offers no GPU for an operator job)."""
     b = body.budget
     try:
         budget = Budget(max_trials=b.trials, max_seconds=b.seconds, target_ms=b.target_ms, patience=b.patience)
     except BudgetError as exc:
         raise FieldError(("budget",), str(exc)) from None
+    source = _replayed(body, catalog) if body.space is not None else _on_ray(body, ray_address)
+    try:
+        return JobRequest(source, body.strategy, budget, seed=body.seed, batch_size=body.batch_size)
+    except StrategyError as exc:
+        raise FieldError(("strategy",), str(exc)) from None
+    except JobError as exc:
+        raise FieldError(("batch_size",), str(exc)) from None
+
+
+def _replayed(body: JobCreate, catalog: RecordingCatalog) -> ReplaySource:
+    assert body.space is not None
+    try:
+        info = catalog.resolve(body.space)
+    except UnknownRecording as exc:
+        raise FieldError(("space",), str(exc)) from None
     try:
         catalog.load(body.space)  # through the catalog: any reader error is a FormatError there
         source = ReplaySource.open(info.path, constraints=body.constraints, speed=body.replay_speed)
@@ -52,14 +72,35 @@ def build_request(body: JobCreate, catalog: RecordingCatalog) -> JobRequest:
             ("device",),
             f"unknown device {body.device!r} for space {body.space!r}: it was recorded on {recorded_on!r}",
         )
+    return source
+
+
+def _on_ray(body: JobCreate, ray_address: str | None) -> OperatorSource:
+    """An operator job measured on the Ray cluster: its GPU is probed there now (up to
+    ``PROBE_TIMEOUT_S``), since the space depends on that GPU's limits."""
+    assert body.operator is not None and body.shape is not None
+    if ray_address is None:
+        raise FieldError(("operator",), "this server measures no GPUs: operator jobs run on a Ray cluster "
+                                        "(start the server with KTUNE_RAY_ADDRESS)")
+    if body.operator not in operators.names() or body.operator == "custom":
+        choices = ", ".join(n for n in operators.names() if n != "custom")
+        raise FieldError(("operator",), f"unknown operator {body.operator!r} (choose from: {choices})")
     try:
-        return JobRequest(source, body.strategy, budget, seed=body.seed, batch_size=body.batch_size)
-    except StrategyError as exc:
-        raise FieldError(("strategy",), str(exc)) from None
-    except JobError as exc:
-        raise FieldError(("batch_size",), str(exc)) from None
+        operators.get(body.operator).workload(body.shape, body.dtype, body.layout)
+    except ValueError as exc:
+        raise FieldError(("shape",), str(exc)) from None
+    placement = RayPlacement(ray_address, body.gpu_workers, body.gpu_type)
+    try:
+        return OperatorSource.open(
+            body.operator, body.shape, body.dtype, body.layout, constraints=body.constraints, ray=placement,
+            detect=lambda: [ray_pool.detect_device(placement, timeout_s=PROBE_TIMEOUT_S)],
+        )
+    except SourceError as exc:
+        raise FieldError(("constraints",), str(exc)) from None
+    except ValueError as exc:  # a constraint that does not parse
+        raise FieldError(("constraints",), str(exc)) from None
 
 
-def submit(body: JobCreate, tlog: TuningLog, catalog: RecordingCatalog) -> JobRecord:
+def submit(body: JobCreate, tlog: TuningLog, catalog: RecordingCatalog, ray_address: str | None = None) -> JobRecord:
     """Validate ``body`` and record the queued job."""
-    return create_job(tlog, build_request(body, catalog))
+    return create_job(tlog, build_request(body, catalog, ray_address))

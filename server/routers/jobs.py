@@ -7,13 +7,14 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Path, Query, status
 
 from db import JobStateConflict
-from server.deps import CatalogDep, LogDep, Reader, RunnerDep, Writer
+from server.deps import CatalogDep, LogDep, Reader, RunnerDep, SettingsDep, Writer
 from server.errors import ERRORS, invalid
 from server.schemas.jobs import JobCreate, JobOut, JobPage, JobState, TrialPage
 from server.submissions import FieldError, submit
 from server.views import job_out, trial_out
 from tuner.bounds import MAX_JOB_ID
 from tuner.holder import dead_holder
+from tuner.measure.base import BackendError
 
 __all__ = ["MAX_JOBS_PAGE", "MAX_TRIALS_PAGE", "router"]
 
@@ -33,16 +34,22 @@ def _not_found(job_id: int) -> HTTPException:
 @router.post(
     "",
     status_code=status.HTTP_201_CREATED,
-    responses={k: ERRORS[k] for k in (401, 413, 415, 503)},
-    summary="Submit a tuning job on a recorded space",
+    responses={
+        **{k: ERRORS[k] for k in (401, 413, 415)},
+        503: {**ERRORS[503], "description": "The tuning log does not answer, or the Ray cluster offers no GPU "
+                                            "for an operator job (none of that type, or none free in time)."},
+    },
+    summary="Submit a tuning job: a recorded space (replayed) or an operator (on the Ray cluster's GPUs)",
 )
 def create_job(
-    body: JobCreate, _: Writer, tlog: LogDep, catalog: CatalogDep, runner: RunnerDep
+    body: JobCreate, _: Writer, tlog: LogDep, catalog: CatalogDep, runner: RunnerDep, settings: SettingsDep
 ) -> JobOut:
     try:
-        job = submit(body, tlog, catalog)
+        job = submit(body, tlog, catalog, settings.ray_address)
     except FieldError as exc:
         raise invalid(("body", *exc.field), str(exc)) from None
+    except BackendError as exc:  # the Ray cluster cannot be reached or offers no such GPU now
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, detail=str(exc)) from None
     if runner is not None:
         runner.wake()
     return job_out(job, catalog)

@@ -8,7 +8,14 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from tuner import strategies
-from tuner.bounds import MAX_BATCH, MAX_REPLAY_SPEED, MAX_SEED, MAX_TRIALS, MIN_REPLAY_SPEED
+from tuner.bounds import (
+    MAX_BATCH,
+    MAX_RAY_WORKERS,
+    MAX_REPLAY_SPEED,
+    MAX_SEED,
+    MAX_TRIALS,
+    MIN_REPLAY_SPEED,
+)
 
 __all__ = [
     "BudgetIn",
@@ -55,11 +62,27 @@ class BudgetIn(_Strict):
 
 
 class JobCreate(_Strict):
-    """A tuning job on a recorded space (the bundled ones and those of KTUNE_RECORDINGS_DIR)."""
+    """A tuning job: on a recorded space (``space``: the bundled ones and those of
+    KTUNE_RECORDINGS_DIR, replayed), or of an operator measured on GPUs of the server's Ray
+    cluster (``operator`` and ``shape``; the server needs KTUNE_RAY_ADDRESS)."""
 
-    space: str = Field(
-        min_length=1, max_length=128, description="Name of a recorded space (GET /v1/spaces)."
+    space: str | None = Field(
+        None, min_length=1, max_length=128, description="Name of a recorded space (GET /v1/spaces)."
     )
+    operator: str | None = Field(
+        None, min_length=1, max_length=64,
+        description="Operator to tune on the Ray cluster's GPUs (matmul, conv2d, reduction, softmax, transpose).",
+    )
+    shape: str | None = Field(
+        None, min_length=1, max_length=200, description="Problem shape of the operator, e.g. 4096x4096x4096."
+    )
+    dtype: str = Field("float32", min_length=1, max_length=16, description="Data type of the operator.")
+    layout: str = Field("", max_length=16, description="Layout of the operator: NCHW/NHWC (conv2d), sum/max (reduction).")
+    gpu_type: str | None = Field(
+        None, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$",
+        description="Ray accelerator type the operator is measured on (H100, A100, ...); any GPU when absent.",
+    )
+    gpu_workers: int = Field(1, ge=1, le=MAX_RAY_WORKERS, description="GPUs measuring the operator's batches at once.")
     device: str | None = Field(
         None, min_length=1, max_length=200,
         description="Device to tune for; must be the one the space was recorded on.",
@@ -76,6 +99,24 @@ class JobCreate(_Strict):
         None, ge=MIN_REPLAY_SPEED, le=MAX_REPLAY_SPEED, allow_inf_nan=False,
         description="Spend the recorded GPU time in real time, this many times faster (1 = as on the GPU).",
     )
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> JobCreate:
+        if (self.space is None) == (self.operator is None):
+            raise ValueError("give either space (a recorded space, replayed) or operator and shape (measured on GPUs)")
+        if self.space is not None:
+            given = [name for name in ("shape", "gpu_type") if getattr(self, name) is not None]
+            given += [name for name in ("dtype", "layout", "gpu_workers") if name in self.model_fields_set]
+            if given:
+                raise ValueError(f"{', '.join(given)} go(es) with operator, not with a recorded space")
+        else:
+            if self.shape is None:
+                raise ValueError("an operator job needs a shape, e.g. 4096x4096x4096")
+            given = [name for name in ("device", "replay_speed") if getattr(self, name) is not None]
+            if given:
+                raise ValueError(f"{', '.join(given)} go(es) with a recorded space; an operator job's GPU is the one "
+                                 "the Ray cluster gives (name its kind with gpu_type)")
+        return self
 
 
 class BudgetOut(BaseModel):
