@@ -179,6 +179,21 @@ class SlotPool(ABC):
     def _run(self, slot: int, task: Any, timeout_s: float) -> TaskResult:
         """One task on ``slot`` (slot lock held); failures are statuses, not exceptions."""
 
+    @abstractmethod
+    def _replace(self, slot: int) -> None:
+        """Kill the slot's worker (a new one starts with the next task); count the restart."""
+
+    def _answer(self, slot: int, kind: str, payload: Any, seconds: float) -> TaskResult:
+        """The result of a task whose worker answered ``(kind, payload)``: an error as a value,
+        a :class:`WorkerReply` asking for a restart replaces the worker after its answer."""
+        if kind == "error":
+            return TaskResult("error", error=str(payload), seconds=seconds)
+        if isinstance(payload, WorkerReply):
+            if payload.restart:
+                self._replace(slot)
+            return TaskResult("ok", payload.value, seconds=seconds, restarted=payload.restart)
+        return TaskResult("ok", payload, seconds=seconds)
+
 
 class WorkerPool(SlotPool):
     """One child process per slot, each running ``factory(slot)``'s function on tasks."""
@@ -252,11 +267,4 @@ class WorkerPool(SlotPool):
             self._replace(slot)
             return TaskResult("crashed", error=f"worker process died (exit code {code})",
                               seconds=time.perf_counter() - started, restarted=True)
-        seconds = time.perf_counter() - started
-        if kind == "error":
-            return TaskResult("error", error=str(payload), seconds=seconds)
-        if isinstance(payload, WorkerReply):
-            if payload.restart:
-                self._replace(slot)
-            return TaskResult("ok", payload.value, seconds=seconds, restarted=payload.restart)
-        return TaskResult("ok", payload, seconds=seconds)
+        return self._answer(slot, kind, payload, time.perf_counter() - started)

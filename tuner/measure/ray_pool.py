@@ -29,7 +29,7 @@ from typing import Any
 
 from tuner.bounds import MAX_RAY_WORKERS
 from tuner.measure.base import BackendError
-from tuner.measure.pool import Factory, PoolError, SlotPool, TaskResult, WorkerReply
+from tuner.measure.pool import Factory, PoolError, SlotPool, TaskResult
 
 __all__ = ["ADDRESS_ENV", "START_TIMEOUT_S", "RayPlacement", "RayWorkerPool", "connect", "detect_device"]
 
@@ -223,14 +223,7 @@ class RayWorkerPool(SlotPool):
             self._replace(slot)
             return TaskResult("crashed", error=f"Ray worker died: {_reason(exc)}",
                               seconds=time.perf_counter() - started, restarted=True)
-        seconds = time.perf_counter() - started
-        if kind == "error":
-            return TaskResult("error", error=str(payload), seconds=seconds)
-        if isinstance(payload, WorkerReply):
-            if payload.restart:
-                self._replace(slot)
-            return TaskResult("ok", payload.value, seconds=seconds, restarted=payload.restart)
-        return TaskResult("ok", payload, seconds=seconds)
+        return self._answer(slot, kind, payload, time.perf_counter() - started)
 
 
 def _reason(exc: BaseException) -> str:
