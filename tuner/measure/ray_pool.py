@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -96,17 +97,22 @@ def _ray() -> Any:
     return ray
 
 
+_CONNECT_LOCK = threading.Lock()
+
+
 def connect(address: str) -> Any:
-    """The ``ray`` module, joined to the cluster at ``address`` (once per process)."""
+    """The ``ray`` module, joined to the cluster at ``address`` (once per process; a runner's
+    slots may start jobs at the same moment, so the first one joins and the others wait)."""
     ray = _ray()
-    if not ray.is_initialized():
-        try:
-            ray.init(
-                address=None if address == "local" else address,
-                include_dashboard=False, log_to_driver=False, configure_logging=False,
-            )
-        except Exception as exc:  # noqa: BLE001 - ConnectionError, RuntimeError, ... from ray
-            raise PoolError(f"cannot join the Ray cluster at {address}: {type(exc).__name__}: {exc}") from None
+    with _CONNECT_LOCK:
+        if not ray.is_initialized():
+            try:
+                ray.init(
+                    address=None if address == "local" else address,
+                    include_dashboard=False, log_to_driver=False, configure_logging=False,
+                )
+            except Exception as exc:  # noqa: BLE001 - ConnectionError, RuntimeError, ... from ray
+                raise PoolError(f"cannot join the Ray cluster at {address}: {type(exc).__name__}: {exc}") from None
     return ray
 
 
