@@ -16,6 +16,7 @@ from search_space.operators import DeviceLimits
 from search_space.operators.custom import CustomOperator
 from tests.tuner.cupy_planted import FAKE_GPU, broken, planted, planted_per_process
 from tuner.budget import Budget
+from tuner.cli.app import main
 from tuner.jobs import JobRequest, create_job, run_job
 from tuner.measure import cupy_backend, ray_pool
 from tuner.measure.base import BackendError, Status
@@ -143,6 +144,23 @@ def test_workers_given_another_gpu_than_the_probed_one_are_refused(monkeypatch) 
     src = OperatorSource.open("matmul", "256x256x256", ray=CPU)
     with pytest.raises(BackendError, match=r"tunes for Planted GPU but its workers got Planted GPU \d+ \(name the GPU with --gpu-type\)"):
         src.backend()
+
+
+def test_ktune_tune_on_ray_from_the_command_line(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setattr(ray_pool, "detect_device", lambda p, timeout_s=0: dict(FAKE_GPU))
+    monkeypatch.setattr(cupy_backend, "make_measurer", lambda spec, slot: planted(slot))
+    monkeypatch.setattr(RayPlacement, "actor_options", lambda self: {"num_gpus": 0, "max_restarts": 0})
+    url = f"sqlite:///{tmp_path / 'log.db'}"
+    code = main(["tune", "--op", "matmul", "--shape", "256x256x256", "--ray", "local", "--ray-workers", "2",
+                 "--gpu-type", "A100", "--batch", "2", "--budget", "4", "--strategy", "random", "--seed", "3",
+                 "--db", url])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "asking a GPU of type A100 on the Ray cluster at local for its spec" in captured.err
+    with TuningLog.open(url) as tlog:
+        (job,) = tlog.list_jobs()
+        assert job.state == "done" and job.n_trials == 4 and job.spec.backend == "ray"
+        assert job.device_name == "Planted GPU" and job.spec.options["ray"]["gpu_type"] == "A100"
 
 
 def test_a_stored_address_gives_way_to_the_environment(monkeypatch) -> None:
