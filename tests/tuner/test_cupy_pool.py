@@ -3,7 +3,6 @@ poison their worker, and the pool, the cupy backend and the job go on."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +12,7 @@ from db import TuningLog
 from search_space.operators import DeviceLimits
 from search_space.operators.custom import CustomOperator
 from tests.tuner.cupy_planted import FAKE_GPU, broken, planted
+from tests.tuner.pool_contract import assert_isolation
 from tuner.budget import Budget
 from tuner.jobs import JobRequest, create_job, run_job
 from tuner.measure.base import Status
@@ -28,28 +28,7 @@ def pool():
 
 
 def test_crash_hang_raise_and_sticky_errors_are_statuses_and_the_pool_goes_on(pool: WorkerPool) -> None:
-    first = pool.run({"x": 1})
-    assert first.status == "ok" and first.value["time_ms"] == 1.0
-    pid = first.value["extra"]["pid"]
-
-    raised = pool.run({"mode": "raise"})
-    assert raised.status == "error" and "planted failure" in raised.error and not raised.restarted
-    assert pool.run({}).value["extra"]["pid"] == pid  # an exception does not cost the worker
-
-    crashed = pool.run({"mode": "crash"})
-    assert crashed.status == "crashed" and "exit code 3" in crashed.error and crashed.restarted
-    after_crash = pool.run({"x": 2})
-    assert after_crash.status == "ok" and after_crash.value["extra"]["pid"] != pid
-
-    started = time.perf_counter()
-    hung = pool.run({"mode": "hang"})
-    assert hung.status == "timeout" and 1.5 <= time.perf_counter() - started < 10
-    assert pool.run({"x": 3}).status == "ok"
-
-    sticky = pool.run({"mode": "sticky"})
-    assert sticky.status == "ok" and sticky.restarted and sticky.value["status"] == "runtime_error"
-    assert pool.run({}).value["extra"]["pid"] not in (pid, after_crash.value["extra"]["pid"])
-    assert pool.restarts == 3
+    assert_isolation(pool, crash_says="worker process died (exit code 3)")
 
 
 def test_a_per_task_timeout_overrides_the_default(pool: WorkerPool) -> None:

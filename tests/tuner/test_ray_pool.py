@@ -15,6 +15,7 @@ from db import TuningLog
 from search_space.operators import DeviceLimits
 from search_space.operators.custom import CustomOperator
 from tests.tuner.cupy_planted import FAKE_GPU, broken, planted, planted_per_process
+from tests.tuner.pool_contract import assert_isolation
 from tuner.budget import Budget
 from tuner.cli.app import main
 from tuner.jobs import JobRequest, create_job, run_job
@@ -38,28 +39,7 @@ def local_ray():
 
 def test_crash_hang_raise_and_sticky_errors_are_statuses_and_the_pool_goes_on() -> None:
     with RayWorkerPool(planted, CPU, timeout_s=2.0) as pool:
-        first = pool.run({"x": 1})
-        assert first.status == "ok" and first.value["time_ms"] == 1.0
-        pid = first.value["extra"]["pid"]
-
-        raised = pool.run({"mode": "raise"})
-        assert raised.status == "error" and "planted failure" in raised.error and not raised.restarted
-        assert pool.run({}).value["extra"]["pid"] == pid  # an exception does not cost the actor
-
-        crashed = pool.run({"mode": "crash"})
-        assert crashed.status == "crashed" and "Ray worker died" in crashed.error and crashed.restarted
-        after_crash = pool.run({"x": 2})
-        assert after_crash.status == "ok" and after_crash.value["extra"]["pid"] != pid
-
-        started = time.perf_counter()
-        hung = pool.run({"mode": "hang"})
-        assert hung.status == "timeout" and 2.0 <= time.perf_counter() - started < 15
-        assert pool.run({"x": 3}).status == "ok"
-
-        sticky = pool.run({"mode": "sticky"})
-        assert sticky.status == "ok" and sticky.restarted and sticky.value["status"] == "runtime_error"
-        assert pool.run({}).value["extra"]["pid"] not in (pid, after_crash.value["extra"]["pid"])
-        assert pool.restarts == 3
+        assert_isolation(pool, crash_says="Ray worker died")
 
 
 def test_a_batch_spreads_over_the_workers_and_keeps_its_order() -> None:
