@@ -58,11 +58,22 @@ def test_a_gpu_no_node_offers_is_an_error_after_the_start_timeout_not_a_hang() -
     wanted = RayPlacement("local", gpu_type="H100")  # one H100 per worker; this cluster has no GPU
     with RayWorkerPool(planted, wanted, start_timeout_s=2) as pool:
         started = time.perf_counter()
-        with pytest.raises(PoolError, match="no free H100 GPU"):
+        with pytest.raises(PoolError, match=r"no free H100 GPU \(1 per worker\) \(it has no GPUs\)"):
             pool.hello()
         assert time.perf_counter() - started < 15
-    with pytest.raises(BackendError, match="no Ray node offered a GPU of type H100"):
+    with pytest.raises(BackendError, match=r"no Ray node offered a GPU of type H100 .* within 2 s \(it has no GPUs\)"):
         ray_pool.detect_device(wanted, timeout_s=2)
+
+
+def test_errors_say_what_gpus_the_cluster_has() -> None:
+    class Cluster:
+        def __init__(self, resources: dict[str, float]) -> None:
+            self.cluster_resources = lambda: resources
+
+    assert ray_pool.cluster_gpus(Cluster({"CPU": 64, "GPU": 6, "accelerator_type:L4": 1, "accelerator_type:A100": 2})) \
+        == "6 GPUs (types: A100, L4)"
+    assert ray_pool.cluster_gpus(Cluster({"CPU": 8, "GPU": 2})) == "2 GPUs"
+    assert ray_pool.cluster_gpus(Cluster({"CPU": 8})) == "no GPUs"
 
 
 def test_the_backend_maps_every_outcome_and_refuses_a_mix_of_gpus() -> None:

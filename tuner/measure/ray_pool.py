@@ -32,7 +32,7 @@ from tuner.bounds import MAX_RAY_WORKERS
 from tuner.measure.base import BackendError
 from tuner.measure.pool import Factory, PoolError, SlotPool, TaskResult
 
-__all__ = ["ADDRESS_ENV", "START_TIMEOUT_S", "RayPlacement", "RayWorkerPool", "connect", "detect_device"]
+__all__ = ["ADDRESS_ENV", "START_TIMEOUT_S", "RayPlacement", "RayWorkerPool", "cluster_gpus", "connect", "detect_device"]
 
 #: the environment variable that overrides a job's stored Ray address (a worker that reaches
 #: the cluster by another address than the machine that created the job)
@@ -116,6 +116,20 @@ def connect(address: str) -> Any:
     return ray
 
 
+def cluster_gpus(ray: Any) -> str:
+    """What GPUs the joined cluster has now, for error messages: ``"6 GPUs (types: A100, L4)"``
+    (Ray marks each node with its accelerator type, once per node, so types are not counted)."""
+    try:
+        resources = ray.cluster_resources()
+    except Exception:  # noqa: BLE001 - only a hint
+        return "unknown GPUs"
+    gpus = resources.get("GPU", 0)
+    if not gpus:
+        return "no GPUs"
+    kinds = sorted(k.split(":", 1)[1] for k in resources if k.startswith("accelerator_type:"))
+    return f"{gpus:g} GPUs" + (f" (types: {', '.join(kinds)})" if kinds else "")
+
+
 class _Actor:
     """The body of one Ray worker: builds the measurement function once, then runs tasks."""
 
@@ -185,7 +199,8 @@ class RayWorkerPool(SlotPool):
                 self._ray.kill(handle, no_restart=True)
                 raise PoolError(
                     f"no Ray node started worker {slot} within {self.start_timeout_s:g} s: "
-                    f"the cluster at {self.placement.address} has no free {self._wanted()}"
+                    f"the cluster at {self.placement.address} has no free {self._wanted()} "
+                    f"(it has {cluster_gpus(self._ray)})"
                 )
             try:
                 kind, payload = self._ray.get(ready[0])
@@ -253,7 +268,10 @@ def detect_device(placement: RayPlacement, timeout_s: float = START_TIMEOUT_S) -
     ready, _ = ray.wait([ref], timeout=timeout_s)
     if not ready:
         ray.cancel(ref, force=True)
-        raise BackendError(f"no CUDA device: no Ray node offered {placement.describe()} within {timeout_s:g} s")
+        raise BackendError(
+            f"no CUDA device: no Ray node offered {placement.describe()} within {timeout_s:g} s "
+            f"(it has {cluster_gpus(ray)})"
+        )
     try:
         return dict(ray.get(ready[0]))
     except Exception as exc:  # noqa: BLE001 - CuPy missing there, no driver, ...
