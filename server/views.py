@@ -54,6 +54,8 @@ def job_out(job: JobRecord, catalog: RecordingCatalog) -> JobOut:
         ),
         constraints=[str(c) for c in spec.options.get("constraints") or ()],
         replay_speed=spec.options.get("replay_speed"),
+        gpu_type=(spec.options.get("ray") or {}).get("gpu_type"),
+        gpu_workers=(spec.options.get("ray") or {}).get("workers"),
         n_trials=job.n_trials,
         progress=progress(job),
         best_time_ms=job.best_time_ms,

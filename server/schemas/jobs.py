@@ -146,6 +146,8 @@ class JobOut(BaseModel):
     budget: BudgetOut
     constraints: list[str] = Field(description="The job's constraints beyond its space's own.")
     replay_speed: float | None = Field(description="Replayed GPU time spent this many times faster; null: at once.")
+    gpu_type: str | None = Field(description="Ray accelerator type a job on the Ray cluster runs on; null: any, or not on Ray.")
+    gpu_workers: int | None = Field(description="GPUs of the Ray cluster measuring at once; null: not on Ray.")
     n_trials: int
     progress: float | None = Field(description="Share of the budget spent, 0 to 1.")
     best_time_ms: float | None

@@ -295,6 +295,7 @@ function renderJob({ job, trials }) {
         job.cancel_requested ? "Cancelling…" : "Cancel") : null),
     h("p", { class: "subtitle" }, h("b", {}, job.strategy), " on ", h("span", { class: "mono" }, job.workload), " @ ", job.device,
       job.space ? h("span", { class: "muted" }, ` · recorded space ${job.space.name} (${job.space.configs} configs)`) : null,
+      job.backend === "ray" ? h("span", { class: "muted" }, ` · on the Ray cluster, ${job.gpu_workers} ${job.gpu_type ?? "any"} GPU${job.gpu_workers === 1 ? "" : "s"} at once`) : null,
       job.constraints.length ? h("span", { class: "muted" }, " · where ", h("span", { class: "mono" }, job.constraints.join(" and "))) : null),
     job.error ? h("div", { class: "card error" }, job.error) : null,
     h("div", { class: "stats" },

@@ -19,6 +19,7 @@ def test_a_submitted_job_runs_to_completion(client: TestClient) -> None:
     assert job["n_trials"] == 30 and job["progress"] == 1.0
     assert job["device"] == CONV_DEVICE and job["workload"] == "convolution_kernel/4096x4096/-"
     assert job["constraints"] == [] and job["replay_speed"] is None
+    assert job["gpu_type"] is None and job["gpu_workers"] is None  # a replayed job is not on Ray
 
     page = client.get(f"/v1/jobs/{job['id']}/trials", params={"limit": 5000}).json()
     trials = page["items"]

@@ -59,6 +59,7 @@ def test_an_operator_job_is_probed_queued_and_measured_on_the_cluster(
     job = response.json()
     assert job["backend"] == "ray" and job["device"] == "Planted GPU" and job["state"] == "queued"
     assert job["workload"] == "matmul/256x256x256/float32" and job["space"] is None
+    assert job["gpu_type"] == "A100" and job["gpu_workers"] == 2
     assert planted_cluster == [ray_pool.RayPlacement("local", 2, "A100")]
     with TuningLog.open(db_url) as tlog:  # a runner on a machine without a GPU
         runner = Runner(tlog, backends=("ray",), poll_s=0.05, drain=True)
