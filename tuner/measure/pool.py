@@ -29,7 +29,7 @@ from typing import Any, Literal, Self
 
 from tuner.measure.base import BackendError
 
-__all__ = ["PoolError", "SlotPool", "TaskResult", "WorkerPool", "WorkerReply"]
+__all__ = ["PoolError", "SlotPool", "TaskResult", "WorkerPool", "WorkerReply", "call_function", "start_function"]
 
 Factory = Callable[[int], Callable[[Any], Any]]
 
@@ -55,14 +55,29 @@ class TaskResult:
     restarted: bool = False  # the worker was replaced after this task
 
 
-def _child(conn: Connection, factory: Factory, slot: int) -> None:
+def start_function(factory: Factory, slot: int) -> tuple[Callable[[Any], Any] | None, tuple[str, Any]]:
+    """In a worker: build ``factory(slot)``'s function and its ``hello``. Returns the function
+    and ``("ready", hello)``, or ``None`` and ``("init_error", reason)``."""
     try:
         fn = factory(slot)
-        hello = fn.hello() if hasattr(fn, "hello") else None
-    except BaseException as exc:  # noqa: BLE001 - reported to the parent, which raises
-        conn.send(("init_error", f"{type(exc).__name__}: {exc}"))
+        return fn, ("ready", fn.hello() if hasattr(fn, "hello") else None)
+    except BaseException as exc:  # noqa: BLE001 - reported to the pool, which raises
+        return None, ("init_error", f"{type(exc).__name__}: {exc}")
+
+
+def call_function(fn: Callable[[Any], Any], task: Any) -> tuple[str, Any]:
+    """In a worker: ``("ok", fn(task))``, or ``("error", reason)`` when it raises."""
+    try:
+        return ("ok", fn(task))
+    except BaseException as exc:  # noqa: BLE001 - an error of one task, as a value
+        return ("error", f"{type(exc).__name__}: {exc}")
+
+
+def _child(conn: Connection, factory: Factory, slot: int) -> None:
+    fn, hello = start_function(factory, slot)
+    conn.send(hello)
+    if fn is None:
         return
-    conn.send(("ready", hello))
     while True:
         try:
             task = conn.recv()
@@ -70,12 +85,7 @@ def _child(conn: Connection, factory: Factory, slot: int) -> None:
             return
         if task is None:
             return
-        try:
-            value = fn(task)
-        except BaseException as exc:  # noqa: BLE001 - an error of one task, as a value
-            conn.send(("error", f"{type(exc).__name__}: {exc}"))
-            continue
-        conn.send(("ok", value))
+        conn.send(call_function(fn, task))
 
 
 class _Worker:

@@ -25,12 +25,20 @@ import contextlib
 import os
 import threading
 import time
+import warnings
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from tuner.bounds import MAX_RAY_WORKERS
 from tuner.measure.base import BackendError
-from tuner.measure.pool import Factory, PoolError, SlotPool, TaskResult
+from tuner.measure.pool import (
+    Factory,
+    PoolError,
+    SlotPool,
+    TaskResult,
+    call_function,
+    start_function,
+)
 
 __all__ = ["ADDRESS_ENV", "START_TIMEOUT_S", "RayPlacement", "RayWorkerPool", "cluster_gpus", "connect", "detect_device"]
 
@@ -78,8 +86,9 @@ class RayPlacement:
         return cls(**data)
 
     def actor_options(self) -> dict[str, Any]:
-        """Ray scheduling options of one worker (and of the device probe)."""
-        out: dict[str, Any] = {"num_gpus": self.num_gpus, "max_restarts": 0}
+        """Ray scheduling options of one worker and of the device probe (an actor that dies
+        is not restarted by Ray, whose default that is: the pool replaces it)."""
+        out: dict[str, Any] = {"num_gpus": self.num_gpus}
         if self.gpu_type:
             out["accelerator_type"] = self.gpu_type
         return out
@@ -107,10 +116,12 @@ def connect(address: str) -> Any:
     with _CONNECT_LOCK:
         if not ray.is_initialized():
             try:
-                ray.init(
-                    address=None if address == "local" else address,
-                    include_dashboard=False, log_to_driver=False, configure_logging=False,
-                )
+                with warnings.catch_warnings():  # Ray's client warns, then raises what it warned of
+                    warnings.simplefilter("ignore")
+                    ray.init(
+                        address=None if address == "local" else address,
+                        include_dashboard=False, log_to_driver=False, configure_logging=False,
+                    )
             except Exception as exc:  # noqa: BLE001 - ConnectionError, RuntimeError, ... from ray
                 raise PoolError(f"cannot join the Ray cluster at {address}: {type(exc).__name__}: {exc}") from None
     return ray
@@ -134,26 +145,14 @@ class _Actor:
     """The body of one Ray worker: builds the measurement function once, then runs tasks."""
 
     def __init__(self, factory: Factory) -> None:
-        self.fn: Any = None
-        self.problem = ""
-        try:
-            self.fn = factory(0)
-        except BaseException as exc:  # noqa: BLE001 - reported to the pool, which raises
-            self.problem = f"{type(exc).__name__}: {exc}"
+        self.fn, self.started = start_function(factory, 0)
 
     def hello(self) -> tuple[str, Any]:
-        if self.fn is None:
-            return ("init_error", self.problem)
-        try:
-            return ("ready", self.fn.hello() if hasattr(self.fn, "hello") else None)
-        except BaseException as exc:  # noqa: BLE001
-            return ("init_error", f"{type(exc).__name__}: {exc}")
+        return self.started
 
     def call(self, task: Any) -> tuple[str, Any]:
-        try:
-            return ("ok", self.fn(task))
-        except BaseException as exc:  # noqa: BLE001 - an error of one task, as a value
-            return ("error", f"{type(exc).__name__}: {exc}")
+        assert self.fn is not None  # the pool runs tasks only on actors that started
+        return call_function(self.fn, task)
 
 
 class RayWorkerPool(SlotPool):
@@ -262,9 +261,7 @@ def _probe() -> dict[str, Any]:
 def detect_device(placement: RayPlacement, timeout_s: float = START_TIMEOUT_S) -> dict[str, Any]:
     """The spec of a GPU the placement's workers would get (one Ray task on such a GPU)."""
     ray = connect(placement.address)
-    opts = placement.actor_options()
-    opts.pop("max_restarts")
-    ref = ray.remote(_probe).options(**opts).remote()
+    ref = ray.remote(_probe).options(**placement.actor_options()).remote()
     ready, _ = ray.wait([ref], timeout=timeout_s)
     if not ready:
         ray.cancel(ref, force=True)
