@@ -17,7 +17,7 @@ from tuner.budget import Budget, BudgetError
 from tuner.jobs import JobError, JobRequest, create_job
 from tuner.measure import ray_pool
 from tuner.measure.ray_pool import RayPlacement
-from tuner.sources import OperatorSource, ReplaySource, SourceError
+from tuner.sources import OperatorSource, ReplaySource
 from tuner.strategies import StrategyError
 
 __all__ = ["PROBE_TIMEOUT_S", "FieldError", "build_request", "submit"]
@@ -82,9 +82,8 @@ def _on_ray(body: JobCreate, ray_address: str | None) -> OperatorSource:
     if ray_address is None:
         raise FieldError(("operator",), "this server measures no GPUs: operator jobs run on a Ray cluster "
                                         "(start the server with KTUNE_RAY_ADDRESS)")
-    if body.operator not in operators.names() or body.operator == "custom":
-        choices = ", ".join(n for n in operators.names() if n != "custom")
-        raise FieldError(("operator",), f"unknown operator {body.operator!r} (choose from: {choices})")
+    if body.operator not in operators.names():  # custom operators need a T1 file: CLI only
+        raise FieldError(("operator",), f"unknown operator {body.operator!r} (choose from: {', '.join(operators.names())})")
     try:
         operators.get(body.operator).workload(body.shape, body.dtype, body.layout)
     except ValueError as exc:
@@ -95,9 +94,7 @@ def _on_ray(body: JobCreate, ray_address: str | None) -> OperatorSource:
             body.operator, body.shape, body.dtype, body.layout, constraints=body.constraints, ray=placement,
             detect=lambda: [ray_pool.detect_device(placement, timeout_s=PROBE_TIMEOUT_S)],
         )
-    except SourceError as exc:
-        raise FieldError(("constraints",), str(exc)) from None
-    except ValueError as exc:  # a constraint that does not parse
+    except ValueError as exc:  # a constraint that does not parse, or leaves no config (SourceError)
         raise FieldError(("constraints",), str(exc)) from None
 
 
