@@ -102,6 +102,7 @@ def test_best_json_and_env_give_the_lookup(capsys: pytest.CaptureFixture[str], d
     assert shlex.split(env["KTUNE_DEVICE"]) == [A100]
     assert int(env["KTUNE_TILE_M"]) == answer.config["tile_m"] and env["KTUNE_SPLIT_K"] in ("0", "1")
     assert shlex.split(env["KTUNE_LAYOUT"]) == [answer.config["layout"]]
+    assert answer.job is None and (env["KTUNE_JOB"], env["KTUNE_TRIAL"], env["KTUNE_TUNING"]) == ("''", "''", "0")
     code, _, err = run(capsys, *args[:-2], "--db", db_url, "--format", "env", "--exact")
     assert code == 1 and "no tuned config" in err
     code, _, err = run(capsys, "best", "--operator", "matmul", "--shape", "64x64", "--dtype", "float32", "--device", A100, "--db", db_url, "--format", "json")
@@ -109,6 +110,20 @@ def test_best_json_and_env_give_the_lookup(capsys: pytest.CaptureFixture[str], d
     code, _, err = run(capsys, "best", "--format", "env", "--operator", "matmul", "--shape", "64x64x64", "--db", db_url)
     assert code == 2 and "need --device" in err
 
+
+
+def test_env_says_while_the_answer_is_still_being_tuned() -> None:
+    """A Makefile that includes the env answer can tell a final answer from a provisional one."""
+    from db.records import LookupQuery
+    from ktune import Answer
+    from tuner.cli.lookup_formats import render_env
+
+    query = LookupQuery("matmul/64x64x64/float32", "matmul", (64, 64, 64), "float32", "", A100)
+    answer = Answer(query, "cost_model", query.workload_key, A100, {"tile_m": 64, "tuning": 1}, None, None, 0.0, None,
+                    tuning=True)
+    env = {k: shlex.split(v)[0] if v else "" for k, v in (line.split("=", 1) for line in render_env(answer).splitlines())}
+    assert (env["KTUNE_TUNING"], env["KTUNE_JOB"], env["KTUNE_TRIAL"], env["KTUNE_TIME_MS"]) == ("1", "", "", "")
+    assert env["KTUNE_TUNING_"] == "1" and env["KTUNE_TILE_M"] == "64"  # a knob named like the answer's own variable
 
 QUERIES = [(512, 512, 512), (700, 700, 700), (2048, 2048, 2048), (1024, 3000, 1024), (10000, 300, 1500), (1, 1, 1), (100000, 100000, 100000)]
 

@@ -57,13 +57,18 @@ def _ident(text: str) -> str:
 
 def render_env(answer: Answer, prefix: str = ENV_PREFIX) -> str:
     """``NAME=value`` lines, shell-quoted, for ``eval "$(ktune best ... --format env)"``; a
-    parameter named like one of the answer's own variables gets a trailing ``_``."""
+    parameter named like one of the answer's own variables gets a trailing ``_``. ``JOB`` and
+    ``TRIAL`` are empty for a model's choice; ``TUNING`` is 1 while a job of the workload on the
+    device is still queued or running (the answer may change), else 0."""
     meta = {
         "TIER": answer.tier,
         "WORKLOAD": answer.workload,
         "DEVICE": answer.device,
         "TIME_MS": "" if answer.time_ms is None else repr(answer.time_ms),
         "DISTANCE": repr(answer.distance),
+        "JOB": "" if answer.job is None else str(answer.job),
+        "TRIAL": "" if answer.trial is None else str(answer.trial),
+        "TUNING": "1" if answer.tuning else "0",
     }
     lines = {f"{prefix}{key}": value for key, value in meta.items()}
     for name, value in answer.config.items():
