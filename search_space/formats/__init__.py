@@ -1,6 +1,6 @@
-"""Readers and writers of foreign formats: Kernel Tuner cache files and T1 specs.
+"""Readers and writers of foreign formats: Kernel Tuner cache files, T1 specs and T4 results.
 
-The T1 reader is imported on first use, so that this package imports without it.
+The T1 and T4 readers are imported on first use, so that this package imports without them.
 """
 
 from __future__ import annotations
@@ -17,10 +17,15 @@ __all__ = [
     "T1Spec",
     "load_cache",
     "load_t1",
+    "load_t4",
     "write_cache",
 ]
 
-_LAZY = {"load_t1": "search_space.formats.t1", "T1Spec": "search_space.formats.t1"}
+_LAZY = {
+    "load_t1": "search_space.formats.t1",
+    "T1Spec": "search_space.formats.t1",
+    "load_t4": "search_space.formats.t4",
+}
 
 
 def __getattr__(name: str) -> Any:

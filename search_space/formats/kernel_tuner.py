@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import gzip
-import hashlib
 import json
 import math
 import os
 import statistics
 import tempfile
-import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,8 +25,14 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol
 
-from search_space.formats.errors import FormatError
 from search_space.formats.numbers import finite_float
+from search_space.formats.reading import MISSING as _MISSING
+from search_space.formats.reading import canonical as _canonical
+from search_space.formats.reading import format_error as _error
+from search_space.formats.reading import is_number as _is_number
+from search_space.formats.reading import read_bytes as _read_bytes
+from search_space.formats.reading import shown as _shown
+from search_space.formats.reading import value_tables as _value_tables
 from search_space.parameters import Config, Parameter, ParameterError, Value
 from search_space.space import SearchSpace
 from search_space.workload import Workload, WorkloadError
@@ -58,8 +62,6 @@ FAILURE_BY_STATUS = {
 }
 
 _HEADER = ("device_name", "kernel_name", "problem_size", "tune_params_keys", "tune_params", "cache")
-_GZIP_MAGIC = b"\x1f\x8b"
-_MISSING: Any = object()
 _NUMBER_TYPES = {int, float}
 #: the longest duration a record may give, in ms (about 31 years): anything longer is not a
 #: measurement, and bounding each one keeps sums of them (a job's clock) finite
@@ -138,14 +140,6 @@ class RecordLike(Protocol):
 # ---------------------------------------------------------------------------- import
 
 
-def _error(path: Path, problem: str) -> FormatError:
-    return FormatError(_one_line(f"{path}: {problem}"), _one_line(problem))
-
-
-def _one_line(text: str) -> str:
-    return text.replace("\r", " ").replace("\n", " ")
-
-
 def load_cache(path: str | Path) -> RecordedSpace:
     """Read a Kernel Tuner cache file (plain or gzip, closed or not)."""
     path = Path(path)
@@ -197,23 +191,6 @@ def _load(path: Path) -> RecordedSpace:
 def unknown_device_name(digest: str) -> str:
     """The device name given to a recording whose header names none."""
     return f"unknown GPU (recording {digest[:12]})"
-
-
-def _read_bytes(path: Path) -> tuple[bytes, str]:
-    """The decompressed bytes and the digest of the stored ones."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise _error(path, "no such file") from None
-    except OSError as exc:
-        raise _error(path, f"cannot read the file ({exc.strerror or exc})") from None
-    digest = hashlib.sha256(raw).hexdigest()
-    if raw[:2] == _GZIP_MAGIC:  # by content: a .json may be gzipped and a .gz may not
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise _error(path, f"truncated or corrupt gzip data ({exc})") from None
-    return raw, digest
 
 
 def _parse_json(path: Path, raw: bytes) -> dict[str, Any]:
@@ -292,25 +269,6 @@ def _parameters(path: Path, keys: Any, tune_params: Any) -> tuple[Parameter, ...
     return parameters
 
 
-def _value_tables(parameters: Sequence[Parameter]) -> list[dict[Value, Value]]:
-    return [{v: v for v in p.values} for p in parameters]
-
-
-def _canonical(table: Mapping[Value, Value], value: Any) -> Any:
-    """The parameter's own value equal to ``value`` and of its type, else ``_MISSING``.
-
-    ``True == 1 == 1.0`` in Python; only an int may stand for a float, since the key
-    Kernel Tuner builds with ``str`` differs for the others.
-    """
-    try:
-        found = table.get(value, _MISSING)
-    except TypeError:  # unhashable: a list or an object
-        return _MISSING
-    if found is _MISSING or type(found) is type(value):
-        return found
-    return found if type(found) is float and type(value) is int else _MISSING
-
-
 def _records(path: Path, parameters: Sequence[Parameter], cache: Any) -> dict[str, Record]:
     if not isinstance(cache, dict):
         raise _error(path, "cache must be an object of records")
@@ -350,10 +308,6 @@ def _records(path: Path, parameters: Sequence[Parameter], cache: Any) -> dict[st
             framework_ms=_millis(path, key, entry, "framework_time"),
         )
     return records
-
-
-def _is_number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 def _status_and_time(path: Path, key: str, entry: dict[str, Any]) -> tuple[str, float | None]:
@@ -396,12 +350,6 @@ def _millis(path: Path, key: str, entry: dict[str, Any], field: str) -> float:
     if millis is None or not 0 <= millis <= MAX_MS:
         raise _error(path, f"record {key!r}: {field} {_shown(value)} {_NOT_A_DURATION}")
     return millis
-
-
-def _shown(value: Any, limit: int = 40) -> str:
-    """``repr(value)``, shortened to about ``limit`` characters (an int may have thousands)."""
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
 # ---------------------------------------------------------------------------- export

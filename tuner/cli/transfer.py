@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from search_space.formats import load_cache, write_cache
+from search_space.formats import FormatError, RecordedSpace, load_cache, load_t1, write_cache
+from search_space.formats.t4 import is_t4_file, load_t4
 from search_space.parameters import Parameter
 from tuner.cli.common import CliError, DbOption, check_output, open_log, out
 from tuner.exporting import export_parameters
@@ -18,11 +19,18 @@ __all__ = ["import_", "export"]
 
 
 def import_(
-    file: Annotated[str, typer.Argument(help="Kernel Tuner cache file (.json or .json.gz) or bundled name.")],
+    file: Annotated[str, typer.Argument(help="Kernel Tuner cache file (.json or .json.gz), bundled name, or T4 results file.")],
+    spec: Annotated[
+        Path | None, typer.Option("--spec", help="T1 spec of the space of a T4 results file (which does not name it).")
+    ] = None,
+    device: Annotated[
+        str | None, typer.Option("--device", "-d", help="GPU a T4 results file was measured on, as the vendor names it.")
+    ] = None,
     db: DbOption = None,
 ) -> None:
-    """Import recorded measurements (a Kernel Tuner cache file) into the tuning log."""
-    rec = load_cache(resolve_recording(file))
+    """Import recorded measurements (a Kernel Tuner cache file, or T4 results with their T1
+    spec and GPU) into the tuning log."""
+    rec = _recording(resolve_recording(file), spec, device)
     with open_log(db) as tlog:
         result = import_recording(tlog, rec)
     if result.already:
@@ -32,6 +40,26 @@ def import_(
         f"imported {result.n_records} records ({result.n_ok} ok) of {result.job.workload_key} "
         f"on {rec.device_name} as job {result.job.id}"
     )
+
+
+def _recording(path: Path, spec: Path | None, device: str | None) -> RecordedSpace:
+    """A Kernel Tuner cache, or T4 results read with ``--spec`` and ``--device``."""
+    if spec is None and device is None:
+        try:
+            return load_cache(path)
+        except FormatError:
+            if is_t4_file(path):
+                raise CliError(
+                    f"{path}: T4 results name neither their space nor their GPU: "
+                    "give --spec T1.json and --device NAME"
+                ) from None
+            raise
+    if not is_t4_file(path):
+        raise CliError(f"--spec and --device are for T4 results files; {path.name} is not one "
+                       "(a Kernel Tuner cache names its own space and GPU)")
+    if spec is None or not device:
+        raise CliError("a T4 results file needs both --spec T1.json and --device NAME")
+    return load_t4(path, load_t1(spec), device)
 
 
 def export(
