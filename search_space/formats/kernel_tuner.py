@@ -10,13 +10,10 @@ Every problem with a file is a one-line :class:`FormatError` naming it.
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import json
 import math
-import os
 import statistics
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -33,7 +30,9 @@ from search_space.formats.reading import is_number as _is_number
 from search_space.formats.reading import read_bytes as _read_bytes
 from search_space.formats.reading import shown as _shown
 from search_space.formats.reading import value_tables as _value_tables
-from search_space.parameters import Config, Parameter, ParameterError, Value
+from search_space.formats.writing import export_value as _export_value
+from search_space.formats.writing import replace_atomically as _replace_atomically
+from search_space.parameters import Config, Parameter, ParameterError
 from search_space.space import SearchSpace
 from search_space.workload import Workload, WorkloadError
 
@@ -399,18 +398,6 @@ def write_cache(
     _replace_atomically(path, gzip.compress(data, mtime=0) if path.name.endswith(".gz") else data)
 
 
-def _export_value(config: Mapping[str, Any], name: str, table: Mapping[Value, Value]) -> Any:
-    if name not in config:
-        raise ValueError(f"config {dict(config)} lacks parameter {name!r}")
-    value = config[name]
-    canon = _canonical(table, value.item() if hasattr(value, "item") else value)  # numpy scalars
-    if canon is _MISSING:
-        raise ValueError(
-            f"config {dict(config)}: {name}={value!r} is not among the values of {name}"
-        )
-    return canon
-
-
 def _entry(config: dict[str, Any], record: RecordLike, timestamp: str) -> dict[str, Any]:
     entry: dict[str, Any] = dict(config)
     times = [float(t) for t in record.times_ms]
@@ -435,18 +422,3 @@ def _entry(config: dict[str, Any], record: RecordLike, timestamp: str) -> dict[s
         timestamp=str(stamp) if stamp else timestamp,
     )
     return entry
-
-
-def _replace_atomically(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise

@@ -12,16 +12,24 @@ the T1 spec). Every problem with a file is a one-line :class:`FormatError` namin
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from search_space.formats.errors import FormatError
-from search_space.formats.kernel_tuner import MAX_MS, Record, RecordedSpace
+from search_space.formats.kernel_tuner import (
+    FAILURE_BY_STATUS,
+    MAX_MS,
+    Record,
+    RecordedSpace,
+    RecordLike,
+)
 from search_space.formats.numbers import finite_float
 from search_space.formats.reading import (
     MISSING,
@@ -33,10 +41,11 @@ from search_space.formats.reading import (
     value_tables,
 )
 from search_space.formats.t1 import T1Spec
+from search_space.formats.writing import export_value, replace_atomically
 from search_space.parameters import Parameter
 from search_space.space import SearchSpace
 
-__all__ = ["STATUS_BY_INVALIDITY", "is_t4_file", "load_t4", "looks_like_t4"]
+__all__ = ["STATUS_BY_INVALIDITY", "is_t4_file", "load_t4", "looks_like_t4", "write_t4"]
 
 #: T4's ``invalidity`` -> ktune's trial status
 STATUS_BY_INVALIDITY = {
@@ -54,7 +63,10 @@ _MS_PER_UNIT = {
     "microseconds": 1e-3, "microsecond": 1e-3, "us": 1e-3,
     "nanoseconds": 1e-6, "nanosecond": 1e-6, "ns": 1e-6,
 }
+INVALIDITY_BY_STATUS = {status: invalidity for invalidity, status in STATUS_BY_INVALIDITY.items()}
 _OBJECTIVE = "time"
+#: the schema version written (the T4 schema Kernel Tuner 1.5 ships)
+SCHEMA_VERSION = "1.0.0"
 
 
 def looks_like_t4(data: Any) -> bool:
@@ -228,3 +240,52 @@ def _millis(path: Path, where: str, times: Mapping[str, Any], fields: tuple[str,
     if millis is None or not 0 <= millis * scale <= MAX_MS:
         raise format_error(path, f"{where}: times.{fields[0]} {shown(value)} is not a duration")
     return millis * scale
+
+
+def write_t4(path: str | Path, *, parameters: Sequence[Parameter], records: Iterable[RecordLike]) -> int:
+    """Write ``records`` as a T4 results file (gzip when ``path`` ends in ``.gz``), atomically;
+    returns how many results it holds. Times are in milliseconds; a failed result's ``time``
+    is Kernel Tuner's failure name, as Kernel Tuner writes it. When a config comes twice, the
+    first record wins."""
+    path = Path(path)
+    tables = value_tables(parameters)
+    now = str(datetime.now(UTC))
+    results: dict[str, dict[str, Any]] = {}
+    for record in records:
+        values = [export_value(record.config, p.name, t) for p, t in zip(parameters, tables)]
+        key = ",".join(map(str, values))
+        if key not in results:
+            results[key] = _result(dict(zip((p.name for p in parameters), values)), record, now)
+    doc = {"schema_version": SCHEMA_VERSION, "metadata": {"timeunit": "milliseconds"}, "results": list(results.values())}
+    data = json.dumps(doc, allow_nan=False).encode()
+    replace_atomically(path, gzip.compress(data, mtime=0) if path.name.endswith(".gz") else data)
+    return len(results)
+
+
+def _result(config: dict[str, Any], record: RecordLike, timestamp: str) -> dict[str, Any]:
+    invalidity = INVALIDITY_BY_STATUS.get(record.status)
+    if invalidity is None:
+        raise ValueError(f"record of {config} has unknown status {record.status!r}")
+    value: float | str
+    if record.status == "ok":
+        if record.time_ms is None or not 0 < record.time_ms < math.inf:
+            raise ValueError(f"ok record of {config} has time {record.time_ms!r}")
+        value = float(record.time_ms)
+    else:
+        value = FAILURE_BY_STATUS[record.status]
+    stamp = getattr(record, "timestamp", None)
+    return {
+        "timestamp": str(stamp) if stamp else timestamp,
+        "configuration": config,
+        "times": {
+            "compilation": float(record.compile_ms),
+            "framework": float(getattr(record, "framework_ms", 0.0) or 0.0),
+            "search_algorithm": 0,
+            "validation": 0,
+            "runtimes": [float(t) for t in record.times_ms],
+        },
+        "invalidity": invalidity,
+        "correctness": 1 if record.status == "ok" else 0,
+        "measurements": [{"name": _OBJECTIVE, "value": value, "unit": "ms" if record.status == "ok" else ""}],
+        "objectives": [_OBJECTIVE],
+    }

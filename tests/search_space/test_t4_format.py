@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import gzip
+import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -175,3 +176,45 @@ def test_ktune_import_of_t4_needs_its_spec_and_gpu(
     assert code == 0 and f"imported {len(cache.records)} records" in out and DEVICE in out
     code, out, _ = ktune("best", "-w", cache.workload().key, "-d", DEVICE, "--format", "json", *db)
     assert cache.optimum is not None and json.loads(out)["config"] == dict(cache.optimum.config)
+
+
+def test_export_as_t4_round_trips_and_meets_the_t4_schema(
+    tmp_path: Path, cache: RecordedSpace, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What ``ktune export --format t4`` writes is valid T4 (Kernel Tuner's copy of the schema)
+    and reads back, with the T1 spec, as the measurements it came from."""
+    db = ["--db", f"sqlite:///{tmp_path / 'log.db'}"]
+    assert main(["import", str(RECORDED / "convolution_A4000.json.gz"), *db]) == 0
+    out = tmp_path / "out" / "a4000_T4.json.gz"
+    assert main(["export", "-w", cache.workload().key, "-d", DEVICE, "-o", str(out), "--format", "t4", *db]) == 0
+    assert f"wrote {len(cache.records)} records" in capsys.readouterr().out
+    rec = load_t4(out, load_t1(SPEC), DEVICE)
+    assert {k: (r.status, r.time_ms, r.times_ms, r.compile_ms) for k, r in rec.records.items()} == {
+        k: (r.status, r.time_ms, r.times_ms, r.compile_ms) for k, r in cache.records.items()
+    }
+    jsonschema = pytest.importorskip("jsonschema")
+    spec = importlib.util.find_spec("kernel_tuner")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("Kernel Tuner (the bench extra) ships the T4 schema")
+    schema = Path(spec.submodule_search_locations[0]) / "schema" / "T4" / "1.0.0" / "results-schema.json"
+    jsonschema.validate(json.loads(gzip.decompress(out.read_bytes())), json.loads(schema.read_text()))
+
+
+def test_timeouts_and_wrong_results_survive_a_t4_round_trip(tmp_path: Path) -> None:
+    """Unlike a Kernel Tuner cache, T4 tells a timeout and a wrong result from a crash."""
+    from search_space.formats.t4 import write_t4
+
+    spec = load_t1(SPEC)
+    configs = spec.space.configs([0, 1, 2, 3])
+    statuses = ["ok", "timeout", "wrong_result", "compile_error"]
+
+    class Row:
+        def __init__(self, config: dict[str, Any], status: str) -> None:
+            self.config, self.status = config, status
+            self.time_ms = 2.5 if status == "ok" else None
+            self.times_ms, self.compile_ms, self.bench_ms, self.framework_ms = (2.5,), 10.0, 3.0, 0.0
+
+    path = tmp_path / "t4.json"
+    assert write_t4(path, parameters=spec.space.parameters, records=[Row(c, s) for c, s in zip(configs, statuses)]) == 4
+    rec = load_t4(path, spec, DEVICE)
+    assert [r.status for r in rec.records.values()] == statuses

@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from search_space.formats import FormatError, RecordedSpace, load_cache, load_t1, write_cache
-from search_space.formats.t4 import is_t4_file, load_t4
+from search_space.formats.t4 import is_t4_file, load_t4, write_t4
 from search_space.parameters import Parameter
 from tuner.cli.common import CliError, DbOption, check_output, open_log, out
 from tuner.exporting import export_parameters
 from tuner.importing import import_recording
 from tuner.sources import resolve_recording
 
-__all__ = ["import_", "export"]
+__all__ = ["ExportFormat", "import_", "export"]
+
+
+class ExportFormat(str, Enum):
+    kernel_tuner = "kernel_tuner"
+    t4 = "t4"
 
 
 def import_(
@@ -65,10 +71,13 @@ def _recording(path: Path, spec: Path | None, device: str | None) -> RecordedSpa
 def export(
     workload: Annotated[str, typer.Option("--workload", "-w", help="Workload key.")],
     device: Annotated[str, typer.Option("--device", "-d", help="Device name.")],
-    out_file: Annotated[Path, typer.Option("--out", "-o", help="Cache file to write (.json or .json.gz; mode 0644; missing directories are created).")],
+    out_file: Annotated[Path, typer.Option("--out", "-o", help="File to write (.json or .json.gz; mode 0644; missing directories are created).")],
+    fmt: Annotated[
+        ExportFormat, typer.Option("--format", "-f", help="kernel_tuner (a cache file) | t4 (T4 results).")
+    ] = ExportFormat.kernel_tuner,
     db: DbOption = None,
 ) -> None:
-    """Export the log of one workload on one device as a Kernel Tuner cache file."""
+    """Export the log of one workload on one device as a Kernel Tuner cache file or T4 results."""
     out_file = check_output("--out", out_file)
     with open_log(db, read_only=True) as tlog:
         wl = tlog.get_workload(workload)
@@ -86,10 +95,13 @@ def export(
     latest = {history[i].config_key: history[i] for i in plan.included}
     parameters = list(plan.parameters)
     try:
-        write_cache(
-            out_file, device_name=dev.name, kernel_name=wl.operator, problem_size=list(wl.shape),
-            parameters=parameters, records=list(latest.values()),
-        )
+        if fmt is ExportFormat.t4:
+            write_t4(out_file, parameters=parameters, records=list(latest.values()))
+        else:
+            write_cache(
+                out_file, device_name=dev.name, kernel_name=wl.operator, problem_size=list(wl.shape),
+                parameters=parameters, records=list(latest.values()),
+            )
     except OSError as exc:
         raise CliError(f"cannot write --out {out_file}: {exc.strerror or exc}") from None
     out.print(f"wrote {len(latest)} records of {workload} on {device} to {out_file}")
