@@ -16,7 +16,7 @@ from db import DatabaseError, TuningLog
 from server.errors import database_unavailable, validation_failed
 from server.limits import BodyLimit
 from server.recordings import RecordingCatalog
-from server.routers import best, devices, health, jobs, metrics, spaces
+from server.routers import best, devices, health, jobs, metrics, recordings, spaces
 from server.runner import Runner
 from server.settings import Settings
 from server.telemetry import Telemetry
@@ -73,11 +73,13 @@ def create_app(settings: Settings | None = None, *, tlog: TuningLog | None = Non
     app.state.runner = runner
     app.state.telemetry = Telemetry(tlog, lambda: runner.status() if runner else None)
 
-    for module in (jobs, best, devices, spaces, health, metrics):
+    for module in (jobs, best, devices, spaces, recordings, health, metrics):
         app.include_router(module.router)
     app.add_exception_handler(DatabaseError, database_unavailable)
     app.add_exception_handler(RequestValidationError, validation_failed)
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        BodyLimit, max_bytes=settings.max_body_bytes, per_path={recordings.router.prefix: settings.max_upload_bytes}
+    )
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 

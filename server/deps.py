@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Annotated
 
 import anyio
-
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 

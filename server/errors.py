@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from fastapi import Request
+from fastapi import HTTPException, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from db import DatabaseError
 
-__all__ = ["ERRORS", "Message", "database_unavailable", "invalid", "validation_failed"]
+__all__ = ["ERRORS", "Message", "database_unavailable", "invalid", "unreadable_upload", "validation_failed"]
 
 
 class Message(BaseModel):
@@ -23,6 +23,12 @@ class Message(BaseModel):
 def invalid(location: tuple[str | int, ...], message: str) -> RequestValidationError:
     """A 422 naming the field, in the same format as FastAPI's own validation errors."""
     return RequestValidationError([{"type": "value_error", "loc": location, "msg": message}])
+
+
+def unreadable_upload(message: str) -> HTTPException:
+    """A 422 about an uploaded file (a body that is not JSON by design), in the format of
+    FastAPI's validation errors; made JSON-safe, since the message may quote the file."""
+    return HTTPException(422, detail=[{"type": "value_error", "loc": ["body"], "msg": _json_safe(message)}])
 
 
 async def validation_failed(request: Request, exc: Exception) -> JSONResponse:

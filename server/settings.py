@@ -11,6 +11,7 @@
 | ``KTUNE_POLL_SECONDS`` | how often an idle runner looks for queued jobs |
 | ``KTUNE_RECORDINGS_DIR`` | a directory of recorded spaces jobs may use, besides the bundled ones |
 | ``KTUNE_MAX_BODY_BYTES`` | largest request body accepted |
+| ``KTUNE_MAX_UPLOAD_BYTES`` | largest recording accepted by ``POST /v1/recordings`` (as sent: gzip counts compressed) |
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ class Settings(BaseSettings):
     #: the Ray cluster that measures operator jobs (POST /v1/jobs with ``operator``); none: no GPUs
     ray_address: str | None = Field(None, min_length=1, max_length=500)
     max_body_bytes: int = Field(64 * 1024, ge=1024, le=16 * 1024 * 1024)
+    max_upload_bytes: int = Field(64 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024)
 
     @field_validator("api_tokens", "runner_backends", mode="before")
     @classmethod

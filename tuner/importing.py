@@ -19,8 +19,9 @@ class ImportResult:
     already: bool  # the same file (by digest) was imported before; nothing was written
 
 
-def import_recording(tlog: TuningLog, rec: RecordedSpace) -> ImportResult:
-    """Write every record of ``rec`` as a trial of a new ``import`` job, in one transaction.
+def import_recording(tlog: TuningLog, rec: RecordedSpace, source: str | None = None) -> ImportResult:
+    """Write every record of ``rec`` as a trial of a new ``import`` job, in one transaction;
+    ``source`` names where it came from in the job's options (default: the file's path).
 
     Importing the same file twice (same digest) writes nothing and returns the earlier job.
     """
@@ -35,7 +36,7 @@ def import_recording(tlog: TuningLog, rec: RecordedSpace) -> ImportResult:
         JobSpec(
             workload_id=workload.id, device_id=device.id, backend="import", strategy="import", seed=None,
             batch_size=len(rec.records), budget_trials=len(rec.records), budget_seconds=None, target_ms=None,
-            options={"source": str(rec.path), "digest": rec.digest},
+            options={"source": source or str(rec.path), "digest": rec.digest},
         ),
         state="running",
     )

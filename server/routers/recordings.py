@@ -1,0 +1,76 @@
+"""``POST /v1/recordings``: a Kernel Tuner cache file, uploaded, into the tuning log.
+
+So that clients without access to the database can add what other GPUs measured (the prior
+that transfer learns from) and what lookups answer. The body is the file as stored (JSON or
+gzip, read by content), at most ``KTUNE_MAX_UPLOAD_BYTES``; it is parsed as ``ktune import``
+parses a file, and imported in one transaction (the same file twice: once).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import anyio
+from fastapi import APIRouter, Query, Request, Response, status
+
+from db import TuningLog
+from search_space.formats import FormatError, load_cache
+from server.deps import LogDep, Writer
+from server.errors import ERRORS, unreadable_upload
+from server.schemas.recordings import RecordingImported
+from tuner.importing import import_recording
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/v1/recordings", tags=["recordings"])
+
+FileName = Annotated[
+    str,
+    Query(min_length=1, max_length=200, pattern=r"^[^/\\\x00-\x1f]+$",
+          description="The file's name, kept with the import job (no directories)."),
+]
+_BODY = {
+    "required": True,
+    "content": {
+        "application/gzip": {"schema": {"type": "string", "format": "binary"}},
+        "application/json": {"schema": {"type": "string", "format": "binary"}},
+        "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+    },
+}
+
+
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    responses={
+        200: {"model": RecordingImported, "description": "The same file was imported before; nothing was written."},
+        **{k: ERRORS[k] for k in (401, 413, 503)},
+    },
+    openapi_extra={"requestBody": _BODY},
+    summary="Import a Kernel Tuner cache file (the request body) into the tuning log",
+)
+async def upload(request: Request, response: Response, filename: FileName, _: Writer, tlog: LogDep) -> RecordingImported:
+    data = await request.body()
+    if not data:
+        raise unreadable_upload("the body is empty: send the cache file's bytes")
+    try:
+        result = await anyio.to_thread.run_sync(_import, tlog, data, filename)
+    except FormatError as exc:
+        raise unreadable_upload(exc.problem) from None
+    if result.already:
+        response.status_code = status.HTTP_200_OK
+    return result
+
+
+def _import(tlog: TuningLog, data: bytes, filename: str) -> RecordingImported:
+    with tempfile.TemporaryDirectory(prefix="ktune-upload-") as tmp:
+        path = Path(tmp) / "recording"
+        path.write_bytes(data)
+        rec = load_cache(path)
+        result = import_recording(tlog, rec, source=f"upload:{filename}")
+    return RecordingImported(
+        job=result.job.id, workload=result.job.workload_key, device=rec.device_name,
+        records=result.n_records, ok=result.n_ok, already=result.already,
+    )
