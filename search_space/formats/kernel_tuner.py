@@ -30,7 +30,7 @@ from search_space.formats.reading import is_number as _is_number
 from search_space.formats.reading import read_bytes as _read_bytes
 from search_space.formats.reading import shown as _shown
 from search_space.formats.reading import value_tables as _value_tables
-from search_space.formats.writing import export_value as _export_value
+from search_space.formats.writing import first_by_config
 from search_space.formats.writing import replace_atomically as _replace_atomically
 from search_space.parameters import Config, Parameter, ParameterError
 from search_space.space import SearchSpace
@@ -373,14 +373,8 @@ def write_cache(
     """
     path = Path(path)
     names = [p.name for p in parameters]
-    tables = _value_tables(parameters)
     now = str(datetime.now(UTC))
-    entries: dict[str, dict[str, Any]] = {}
-    for record in records:
-        values = [_export_value(record.config, p.name, t) for p, t in zip(parameters, tables)]
-        key = ",".join(map(str, values))
-        if key not in entries:
-            entries[key] = _entry(dict(zip(names, values)), record, now)
+    entries = {key: _entry(config, record, now) for key, (config, record) in first_by_config(parameters, records).items()}
     header = {
         "device_name": device_name,
         "kernel_name": kernel_name,

@@ -41,7 +41,7 @@ from search_space.formats.reading import (
     value_tables,
 )
 from search_space.formats.t1 import T1Spec
-from search_space.formats.writing import export_value, replace_atomically
+from search_space.formats.writing import first_by_config, replace_atomically
 from search_space.parameters import Parameter
 from search_space.space import SearchSpace
 
@@ -248,15 +248,9 @@ def write_t4(path: str | Path, *, parameters: Sequence[Parameter], records: Iter
     is Kernel Tuner's failure name, as Kernel Tuner writes it. When a config comes twice, the
     first record wins."""
     path = Path(path)
-    tables = value_tables(parameters)
     now = str(datetime.now(UTC))
-    results: dict[str, dict[str, Any]] = {}
-    for record in records:
-        values = [export_value(record.config, p.name, t) for p, t in zip(parameters, tables)]
-        key = ",".join(map(str, values))
-        if key not in results:
-            results[key] = _result(dict(zip((p.name for p in parameters), values)), record, now)
-    doc = {"schema_version": SCHEMA_VERSION, "metadata": {"timeunit": "milliseconds"}, "results": list(results.values())}
+    results = [_result(config, record, now) for config, record in first_by_config(parameters, records).values()]
+    doc = {"schema_version": SCHEMA_VERSION, "metadata": {"timeunit": "milliseconds"}, "results": results}
     data = json.dumps(doc, allow_nan=False).encode()
     replace_atomically(path, gzip.compress(data, mtime=0) if path.name.endswith(".gz") else data)
     return len(results)

@@ -6,14 +6,35 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
-from search_space.formats.reading import MISSING, canonical
-from search_space.parameters import Value
+from search_space.formats.reading import MISSING, canonical, value_tables
+from search_space.parameters import Parameter, Value
 
-__all__ = ["export_value", "replace_atomically"]
+__all__ = ["export_value", "first_by_config", "replace_atomically"]
+
+
+class _HasConfig(Protocol):
+    @property
+    def config(self) -> Mapping[str, Any]: ...
+
+
+R = TypeVar("R", bound=_HasConfig)
+
+
+def first_by_config(parameters: Sequence[Parameter], records: Iterable[R]) -> dict[str, tuple[dict[str, Any], R]]:
+    """Each record with its config in the parameters' own values, keyed as Kernel Tuner keys a
+    config (its values joined by commas); when a config comes twice, the first record wins."""
+    tables = value_tables(parameters)
+    out: dict[str, tuple[dict[str, Any], R]] = {}
+    for record in records:
+        values = [export_value(record.config, p.name, t) for p, t in zip(parameters, tables)]
+        key = ",".join(map(str, values))
+        if key not in out:
+            out[key] = (dict(zip((p.name for p in parameters), values)), record)
+    return out
 
 
 def export_value(config: Mapping[str, Any], name: str, table: Mapping[Value, Value]) -> Any:

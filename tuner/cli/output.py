@@ -5,13 +5,12 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import stat
-import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
 from db import JobRecord, TrialRecord
+from search_space.formats.writing import replace_atomically
 
 __all__ = ["trial_row", "job_document", "write_json_atomic", "write_text_atomic", "trials_csv", "format_ms", "format_config"]
 
@@ -65,19 +64,8 @@ def write_text_atomic(path: Path, text: str) -> None:
     A file that already holds exactly ``text`` is not touched: a build that regenerates it
     on every run (``ktune best -f header -o``) rebuilds only what an answer changed."""
     path = path.expanduser()
-    if _holds(path, text):
-        return
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    if not _holds(path, text):
+        replace_atomically(path, text.encode("utf-8"))
 
 
 def _holds(path: Path, text: str) -> bool:
