@@ -10,7 +10,9 @@ Every problem with a file is a one-line :class:`FormatError` naming it.
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
+import hashlib
 import json
 import math
 import statistics
@@ -43,6 +45,7 @@ __all__ = [
     "RecordLike",
     "RecordedSpace",
     "load_cache",
+    "renamed",
     "write_cache",
 ]
 
@@ -185,6 +188,18 @@ def _load(path: Path) -> RecordedSpace:
         records=MappingProxyType(records),
         space=space,
     )
+
+
+def renamed(rec: RecordedSpace, device_name: str) -> RecordedSpace:
+    """``rec`` as measured on ``device_name`` (for a cache that names no GPU, or a wrong one);
+    its digest then covers the name too, so the same file under two names is two recordings."""
+    device = device_name.strip()
+    if not device:
+        raise ValueError("a device name must not be empty")
+    if device == rec.device_name:
+        return rec
+    digest = hashlib.sha256(f"{rec.digest}\0{device}".encode()).hexdigest()
+    return dataclasses.replace(rec, device_name=device, digest=digest)
 
 
 def unknown_device_name(digest: str) -> str:

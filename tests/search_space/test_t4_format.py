@@ -165,7 +165,8 @@ def test_ktune_import_of_t4_needs_its_spec_and_gpu(
         (["import", path], "T4 results name neither their space nor their GPU: give --spec T1.json and --device NAME"),
         (["import", path, "--spec", str(SPEC)], "a T4 results file needs both --spec T1.json and --device NAME"),
         (["import", str(RECORDED / "convolution_A4000.json.gz"), "--spec", str(SPEC), "-d", DEVICE],
-         "--spec and --device are for T4 results files"),
+         "--spec is for T4 results files"),
+        (["import", path, "--spec", str(SPEC), "-d", " "], "--device must not be empty"),
         (["import", path, "--spec", str(RECORDED / "dedispersion_t1.json"), "-d", DEVICE], "is not a parameter of the T1 spec"),
     ]
     for args, message in cases:
@@ -218,3 +219,22 @@ def test_timeouts_and_wrong_results_survive_a_t4_round_trip(tmp_path: Path) -> N
     assert write_t4(path, parameters=spec.space.parameters, records=[Row(c, s) for c, s in zip(configs, statuses)]) == 4
     rec = load_t4(path, spec, DEVICE)
     assert [r.status for r in rec.records.values()] == statuses
+
+
+def test_a_cache_that_names_no_gpu_is_imported_under_the_name_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Kernel Tuner writes an empty device name where the driver gave none (AMD MI250X caches
+    of the Benchmark Hub); --device names the GPU, so its trials serve transfer and lookups."""
+    from tests.recordings import kt_cache, write_kt_cache
+
+    cache_file = write_kt_cache(tmp_path / "mi250x.json", kt_cache({"block_size_x": [32, 64]}, lambda c: c["block_size_x"] / 32, device=""))
+    db = ["--db", f"sqlite:///{tmp_path / 'log.db'}"]
+    assert main(["import", str(cache_file), *db]) == 0
+    assert "on unknown GPU (recording" in capsys.readouterr().out
+    assert main(["import", str(cache_file), "--device", "AMD Instinct MI250X", *db]) == 0
+    assert "on AMD Instinct MI250X as job 2" in capsys.readouterr().out  # another recording: named otherwise
+    assert main(["import", str(cache_file), "--device", "AMD Instinct MI250X", *db]) == 0
+    assert "already in the log as job 2" in capsys.readouterr().out
+    assert main(["best", "-w", "kern/100/-", "-d", "AMD Instinct MI250X", "--format", "json", *db]) == 0
+    assert json.loads(capsys.readouterr().out)["config"] == {"block_size_x": 32}

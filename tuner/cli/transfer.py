@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from search_space.formats import FormatError, RecordedSpace, load_cache, load_t1, write_cache
+from search_space.formats.kernel_tuner import renamed
 from search_space.formats.t4 import is_t4_file, load_t4, write_t4
 from search_space.parameters import Parameter
 from tuner.cli.common import CliError, DbOption, check_output, open_log, out
@@ -30,7 +31,9 @@ def import_(
         Path | None, typer.Option("--spec", help="T1 spec of the space of a T4 results file (which does not name it).")
     ] = None,
     device: Annotated[
-        str | None, typer.Option("--device", "-d", help="GPU a T4 results file was measured on, as the vendor names it.")
+        str | None,
+        typer.Option("--device", "-d", help="GPU the measurements were taken on, as the vendor names it: needed for a T4 "
+                     "results file; for a cache, it replaces the name the cache gives (e.g. none)."),
     ] = None,
     db: DbOption = None,
 ) -> None:
@@ -49,23 +52,25 @@ def import_(
 
 
 def _recording(path: Path, spec: Path | None, device: str | None) -> RecordedSpace:
-    """A Kernel Tuner cache, or T4 results read with ``--spec`` and ``--device``."""
-    if spec is None and device is None:
-        try:
-            return load_cache(path)
-        except FormatError:
-            if is_t4_file(path):
-                raise CliError(
-                    f"{path}: T4 results name neither their space nor their GPU: "
-                    "give --spec T1.json and --device NAME"
-                ) from None
-            raise
-    if not is_t4_file(path):
-        raise CliError(f"--spec and --device are for T4 results files; {path.name} is not one "
-                       "(a Kernel Tuner cache names its own space and GPU)")
-    if spec is None or not device:
-        raise CliError("a T4 results file needs both --spec T1.json and --device NAME")
-    return load_t4(path, load_t1(spec), device)
+    """A Kernel Tuner cache (named ``device`` when given), or T4 results read with ``--spec``
+    and ``--device``."""
+    if device is not None and not device.strip():
+        raise CliError("--device must not be empty")
+    if spec is not None:
+        if not is_t4_file(path):
+            raise CliError(f"--spec is for T4 results files; {path.name} is not one (a Kernel Tuner cache names its own space)")
+        if device is None:
+            raise CliError("a T4 results file needs both --spec T1.json and --device NAME")
+        return load_t4(path, load_t1(spec), device)
+    try:
+        rec = load_cache(path)
+    except FormatError:
+        if is_t4_file(path):
+            raise CliError(
+                f"{path}: T4 results name neither their space nor their GPU: give --spec T1.json and --device NAME"
+            ) from None
+        raise
+    return rec if device is None else renamed(rec, device)
 
 
 def export(
