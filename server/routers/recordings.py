@@ -3,7 +3,8 @@
 So that clients without access to the database can add what other GPUs measured (the prior
 that transfer learns from) and what lookups answer. The body is the file as stored (JSON or
 gzip, read by content), at most ``KTUNE_MAX_UPLOAD_BYTES``; it is parsed as ``ktune import``
-parses a file, and imported in one transaction (the same file twice: once).
+parses a file, and imported in one transaction (the same file twice: once); ``device`` names
+the GPU as ``ktune import --device`` does.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from fastapi import APIRouter, Query, Request, Response, status
 
 from db import TuningLog
 from search_space.formats import FormatError, load_cache
+from search_space.formats.kernel_tuner import renamed
 from server.deps import LogDep, Writer
 from server.errors import ERRORS, unreadable_upload
 from server.schemas.recordings import RecordingImported
@@ -30,6 +32,12 @@ FileName = Annotated[
     str,
     Query(min_length=1, max_length=200, pattern=r"^[^/\\\x00-\x1f]+$",
           description="The file's name, kept with the import job (no directories)."),
+]
+DeviceName = Annotated[
+    str | None,
+    Query(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f]*[^\s\x00-\x1f][^\x00-\x1f]*$",
+          description="The GPU the recording was measured on, as the vendor names it: replaces the name the "
+                      "cache gives (Kernel Tuner writes none on some AMD GPUs)."),
 ]
 _BODY = {
     "required": True,
@@ -51,12 +59,14 @@ _BODY = {
     openapi_extra={"requestBody": _BODY},
     summary="Import a Kernel Tuner cache file (the request body) into the tuning log",
 )
-async def upload(request: Request, response: Response, filename: FileName, _: Writer, tlog: LogDep) -> RecordingImported:
+async def upload(
+    request: Request, response: Response, filename: FileName, _: Writer, tlog: LogDep, device: DeviceName = None
+) -> RecordingImported:
     data = await request.body()
     if not data:
         raise unreadable_upload("the body is empty: send the cache file's bytes")
     try:
-        result = await anyio.to_thread.run_sync(_import, tlog, data, filename)
+        result = await anyio.to_thread.run_sync(_import, tlog, data, filename, device)
     except FormatError as exc:
         raise unreadable_upload(exc.problem) from None
     if result.already:
@@ -64,11 +74,13 @@ async def upload(request: Request, response: Response, filename: FileName, _: Wr
     return result
 
 
-def _import(tlog: TuningLog, data: bytes, filename: str) -> RecordingImported:
+def _import(tlog: TuningLog, data: bytes, filename: str, device: str | None) -> RecordingImported:
     with tempfile.TemporaryDirectory(prefix="ktune-upload-") as tmp:
         path = Path(tmp) / "recording"
         path.write_bytes(data)
         rec = load_cache(path)
+        if device is not None:
+            rec = renamed(rec, device)
         result = import_recording(tlog, rec, source=f"upload:{filename}")
     return RecordingImported(
         job=result.job.id, workload=result.job.workload_key, device=rec.device_name,

@@ -90,3 +90,14 @@ def test_uploads_have_their_own_size_limit(small_uploads: TestClient, tlog: Tuni
     big_job = small_uploads.post("/v1/jobs", content=b'{"space": "' + b"x" * 70_000 + b'"}',
                                  headers={"Content-Type": "application/json", **AUTH})
     assert big_job.status_code == 413 and f"at most {64 * 1024} bytes" in big_job.json()["detail"]
+
+
+def test_an_upload_may_name_its_gpu(idle_client: TestClient) -> None:
+    params = {"filename": "conv.json.gz", "device": "NVIDIA RTX A4000 (lab 2)"}
+    response = idle_client.post("/v1/recordings", params=params, content=CONV_FILE.read_bytes(),
+                                headers={"Content-Type": "application/gzip", **AUTH})
+    assert response.status_code == 201 and response.json()["device"] == "NVIDIA RTX A4000 (lab 2)"
+    for device in ("", " ", "a\nb", "x" * 201):
+        bad = idle_client.post("/v1/recordings", params={**params, "device": device}, content=CONV_FILE.read_bytes(),
+                               headers={"Content-Type": "application/gzip", **AUTH})
+        assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["query", "device"], device
