@@ -14,7 +14,7 @@ from typing import Sequence
 
 from search_space.parameters import Config
 
-__all__ = ["Status", "Measurement", "Backend", "BackendError"]
+__all__ = ["Backend", "BackendError", "Measurement", "Status", "error_text"]
 
 
 class BackendError(RuntimeError):
@@ -81,3 +81,10 @@ class Backend(ABC):
 
     def close(self) -> None:
         """Release workers or devices. Idempotent."""
+
+
+def error_text(text: str, lines: int = 6) -> str:
+    """The first ``lines`` non-blank lines of a compiler's or runtime's message, at most 2,000
+    characters: what a trial keeps of an error."""
+    kept = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return "\n".join(kept[:lines])[:2000]

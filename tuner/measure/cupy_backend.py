@@ -15,17 +15,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from search_space.operators import Operator
-from search_space.parameters import Config
 from search_space.workload import Workload
-from tuner.measure.base import Backend, BackendError, Measurement, Status
-from tuner.measure.pool import Factory, SlotPool, TaskResult, WorkerPool
+from tuner.measure.base import BackendError
+from tuner.measure.pool import Factory, SlotPool, WorkerPool
+from tuner.measure.pooled import PooledBackend
 from tuner.measure.ray_pool import RayPlacement, RayWorkerPool
 from tuner.measure.worker import MeasureSpec, TimingSettings, make_measurer
 
 __all__ = ["CupyBackend"]
 
 
-class CupyBackend(Backend):
+class CupyBackend(PooledBackend):
     name = "cupy"
 
     def __init__(
@@ -71,31 +71,3 @@ class CupyBackend(Backend):
                     f"Ray placed workers on different GPUs ({self.spec.get('name')!r} and {name!r}); "
                     "name one kind with --gpu-type"
                 )
-
-    def measure(self, configs: Sequence[Config]) -> list[Measurement]:
-        return [self._measurement(c, r) for c, r in zip(configs, self.pool.map([dict(c) for c in configs]))]
-
-    def close(self) -> None:
-        self.pool.close()
-
-    def _measurement(self, config: Config, result: TaskResult) -> Measurement:
-        if result.status == "timeout":
-            return Measurement(dict(config), Status.TIMEOUT, cost_s=result.seconds, error=result.error)
-        if result.status != "ok":  # crashed, or the measurement code raised
-            return Measurement(dict(config), Status.RUNTIME_ERROR, cost_s=result.seconds, error=result.error)
-        v = result.value
-        status = Status(v["status"])
-        extra = dict(v.get("extra") or {})
-        if result.restarted:
-            extra["worker_restarted"] = True
-        return Measurement(
-            config=dict(config),
-            status=status,
-            time_ms=v.get("time_ms") if status is Status.OK else None,
-            times_ms=tuple(v.get("times_ms") or ()),
-            compile_ms=float(v.get("compile_ms", 0.0)),
-            bench_ms=float(v.get("bench_ms", 0.0)),
-            cost_s=result.seconds,
-            error=str(v.get("error", "")),
-            extra=extra,
-        )

@@ -29,29 +29,15 @@ from search_space.operators import Operator
 from search_space.operators import get as get_operator
 from search_space.parameters import Config
 from search_space.workload import Workload
+from tuner.measure.base import error_text
 from tuner.measure.pool import WorkerReply
+from tuner.measure.timing import TimingSettings, repeat_timed
 
 __all__ = ["GpuMeasurer", "MeasureSpec", "TimingSettings", "make_measurer", "time_gpu"]
 
 # Launch errors that leave the context usable (the launch was refused, nothing ran).
 _RECOVERABLE = ("INVALID_VALUE", "OUT_OF_RESOURCES", "INVALID_CONFIGURATION", "InvalidValue",
                 "LaunchOutOfResources", "InvalidConfiguration", "TOO_MANY_RESOURCES")
-
-
-@dataclass(frozen=True)
-class TimingSettings:
-    """How a config is timed: ``min_repeats`` and ``min_time_s`` must both be reached (at most
-    ``max_repeats`` runs); ``warmup`` runs come first; the L2 is flushed before each run."""
-
-    warmup: int = 3
-    min_repeats: int = 10
-    min_time_s: float = 0.05
-    max_repeats: int = 1000
-    flush_l2: bool = True
-
-    def __post_init__(self) -> None:
-        if self.min_repeats < 1 or self.max_repeats < self.min_repeats or self.warmup < 0 or self.min_time_s < 0:
-            raise ValueError(f"inconsistent timing settings {self}")
 
 
 @dataclass(frozen=True)
@@ -77,25 +63,24 @@ def time_gpu(run: Callable[[], Any], settings: TimingSettings, before: Callable[
 
     flush = cp.empty(max(2 * l2_bytes, 1), dtype=cp.uint8) if settings.flush_l2 and l2_bytes else None
     start, end = cp.cuda.Event(), cp.cuda.Event()
-    for _ in range(settings.warmup):
-        if before is not None:
-            before()
-        run()
-    cp.cuda.Device().synchronize()
-    times: list[float] = []
-    while len(times) < settings.max_repeats:
+    runs = 0
+
+    def prepare() -> None:
+        nonlocal runs
         if before is not None:
             before()
         if flush is not None:
-            flush.fill(len(times) % 251)
+            flush.fill(runs % 251)
+        runs += 1
+
+    def timed() -> float:
         start.record()
         run()
         end.record()
         end.synchronize()
-        times.append(float(cp.cuda.get_elapsed_time(start, end)))
-        if len(times) >= settings.min_repeats and sum(times) / 1000.0 >= settings.min_time_s:
-            break
-    return times
+        return float(cp.cuda.get_elapsed_time(start, end))
+
+    return repeat_timed(timed, settings, prepare, warmup=run)
 
 
 class GpuMeasurer:
@@ -138,7 +123,7 @@ class GpuMeasurer:
         try:
             kernel = self._compile(source.code, source.options, source.name)
         except Exception as exc:  # noqa: BLE001 - CompileException and friends: a compile error
-            result.update(status="compile_error", error=_first_lines(str(exc)))
+            result.update(status="compile_error", error=error_text(str(exc)))
             result["compile_ms"] = (time.perf_counter() - started) * 1000
             return result
         result["compile_ms"] = (time.perf_counter() - started) * 1000
@@ -217,7 +202,7 @@ class GpuMeasurer:
 
     def _cuda_failure(self, result: dict[str, Any], exc: Exception) -> WorkerReply:
         text = str(exc)
-        result.update(status="runtime_error", error=_first_lines(text), time_ms=None, times_ms=[])
+        result.update(status="runtime_error", error=error_text(text), time_ms=None, times_ms=[])
         sticky = not any(code in text for code in _RECOVERABLE) or not self._healthy()
         return WorkerReply(result, restart=sticky)
 
@@ -246,9 +231,3 @@ def _set_dynamic_smem(cp: Any, kernel: Any, size: int) -> str | None:
     except Exception as exc:  # noqa: BLE001 - the device refuses that much dynamic smem
         return f"{size} bytes of dynamic shared memory refused: {exc}"
     return None
-
-
-def _first_lines(text: str, n: int = 6) -> str:
-    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
-    return "\n".join(lines[:n])[:2000]
-
