@@ -59,12 +59,13 @@ def matching_workloads(tlog: TuningLog, parameters: Sequence[Parameter]) -> list
 def device_specs(tlog: TuningLog) -> dict[int, tuple[str, DeviceSpec | None]]:
     """Device id -> (name, spec), the spec from the device's stored spec or the catalog.
 
-    Devices without one are logged once each as using the spec-less embedding.
+    GPUs without one are logged once each as using the spec-less embedding (a CPU, whose
+    stored spec says ``kind: cpu``, has no GPU spec to embed and is not logged).
     """
     out: dict[int, tuple[str, DeviceSpec | None]] = {}
     for dev in tlog.list_devices():
         spec = resolve(dev.name, dev.spec)
-        if spec is None:
+        if spec is None and (dev.spec or {}).get("kind") != "cpu":
             log.warning(
                 "device %r is not in the catalog and has no stored spec: the cost model uses the "
                 "spec-less embedding for it",

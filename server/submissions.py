@@ -3,18 +3,21 @@
 Every check runs before anything is written; a failed check is a :class:`FieldError` naming
 the field of the request, which the router answers with 422. An operator job's GPU is probed on
 the server's Ray cluster first; a cluster that offers none in time is a
-:class:`~tuner.measure.base.BackendError` (503).
+:class:`~tuner.measure.base.BackendError` (503). A CPU operator's job (``cpu_matmul``) is built
+for the server's CPU and needs a C compiler there (503 without one).
 """
 
 from __future__ import annotations
 
 from db import JobRecord, TuningLog
 from search_space import operators
+from search_space.operators import host as host_operators
 from search_space.formats import FormatError
 from server.recordings import RecordingCatalog, UnknownRecording
 from server.schemas.jobs import JobCreate
 from tuner.budget import Budget, BudgetError
 from tuner.jobs import JobError, JobRequest, create_job
+from tuner.host_source import HostSource
 from tuner.measure import ray_pool
 from tuner.measure.ray_pool import RayPlacement
 from tuner.sources import OperatorSource, ReplaySource
@@ -42,7 +45,13 @@ def build_request(body: JobCreate, catalog: RecordingCatalog, ray_address: str |
         budget = Budget(max_trials=b.trials, max_seconds=b.seconds, target_ms=b.target_ms, patience=b.patience)
     except BudgetError as exc:
         raise FieldError(("budget",), str(exc)) from None
-    source = _replayed(body, catalog) if body.space is not None else _on_ray(body, ray_address)
+    source: ReplaySource | OperatorSource | HostSource
+    if body.space is not None:
+        source = _replayed(body, catalog)
+    elif body.operator in host_operators.names():
+        source = _on_this_cpu(body)
+    else:
+        source = _on_ray(body, ray_address)
     try:
         return JobRequest(source, body.strategy, budget, seed=body.seed, batch_size=body.batch_size)
     except StrategyError as exc:
@@ -79,11 +88,13 @@ def _on_ray(body: JobCreate, ray_address: str | None) -> OperatorSource:
     """An operator job measured on the Ray cluster: its GPU is probed there now (up to
     ``PROBE_TIMEOUT_S``), since the space depends on that GPU's limits."""
     assert body.operator is not None and body.shape is not None
-    if ray_address is None:
-        raise FieldError(("operator",), "this server measures no GPUs: operator jobs run on a Ray cluster "
-                                        "(start the server with KTUNE_RAY_ADDRESS)")
     if body.operator not in operators.names():  # custom operators need a T1 file: CLI only
-        raise FieldError(("operator",), f"unknown operator {body.operator!r} (choose from: {', '.join(operators.names())})")
+        known = [*operators.names(), *host_operators.names()]
+        raise FieldError(("operator",), f"unknown operator {body.operator!r} (choose from: {', '.join(known)})")
+    if ray_address is None:
+        raise FieldError(("operator",), "this server measures no GPUs: GPU operator jobs run on a Ray cluster "
+                                        "(start the server with KTUNE_RAY_ADDRESS); CPU operators "
+                                        f"({', '.join(host_operators.names())}) run on the runners' CPUs")
     try:
         operators.get(body.operator).workload(body.shape, body.dtype, body.layout)
     except ValueError as exc:
@@ -94,6 +105,23 @@ def _on_ray(body: JobCreate, ray_address: str | None) -> OperatorSource:
             body.operator, body.shape, body.dtype, body.layout, constraints=body.constraints, ray=placement,
             detect=lambda: [ray_pool.detect_device(placement, timeout_s=PROBE_TIMEOUT_S)],
         )
+    except ValueError as exc:  # a constraint that does not parse, or leaves no config (SourceError)
+        raise FieldError(("constraints",), str(exc)) from None
+
+
+def _on_this_cpu(body: JobCreate) -> HostSource:
+    """A CPU operator job, measured on the CPU of whichever runner takes ``cpu`` jobs; the
+    space is built for the server's CPU, so a runner on another CPU refuses it."""
+    assert body.operator is not None
+    given = [name for name in ("gpu_type", "gpu_workers") if name in body.model_fields_set]
+    if given:
+        raise FieldError((given[0],), f"{body.operator} runs on a CPU: {', '.join(given)} go(es) with GPU operators")
+    try:
+        host_operators.get(body.operator).workload(body.shape or "", body.dtype, body.layout)
+    except ValueError as exc:
+        raise FieldError(("shape",), str(exc)) from None
+    try:
+        return HostSource.open(body.operator, body.shape, body.dtype, body.layout, constraints=body.constraints)
     except ValueError as exc:  # a constraint that does not parse, or leaves no config (SourceError)
         raise FieldError(("constraints",), str(exc)) from None
 

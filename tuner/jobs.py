@@ -60,9 +60,9 @@ def toolchain() -> dict[str, str]:
 
 
 def _device_versions(source: Source) -> dict[str, str]:
-    """CUDA runtime and driver versions of a real device (none for replays)."""
+    """CUDA runtime and driver versions of a GPU, the C compiler of a CPU (none for replays)."""
     spec = source.device_spec or {}
-    return {k: str(spec[k]) for k in ("cuda_runtime", "cuda_driver") if k in spec}
+    return {k: str(spec[k]) for k in ("cuda_runtime", "cuda_driver", "compiler") if k in spec}
 
 
 def budget_of(job: JobRecord) -> Budget:

@@ -5,7 +5,9 @@ the job's options alone, so a job can be resumed, by the CLI or a server, from w
 log holds. ``ReplaySource`` replays a recorded space (the recording's path and digest, an
 optional T1 spec, extra constraints); ``OperatorSource`` tunes an operator of
 :mod:`search_space.operators` (or a custom kernel from a T1 spec) on a local NVIDIA GPU through
-the ``cupy`` backend. :func:`open_source` rebuilds either from a job's backend and options.
+the ``cupy`` backend, or on a Ray cluster's GPUs; ``tuner.host_source.HostSource`` tunes a CPU
+kernel of :mod:`search_space.operators.host` on this machine (the ``cpu`` backend).
+:func:`open_source` rebuilds any of them from a job's backend and options.
 """
 
 from __future__ import annotations
@@ -39,9 +41,11 @@ __all__ = [
     "SourceError",
     "backend_unavailable",
     "bundled_recordings",
+    "check_unchanged",
     "open_source",
     "runnable_backends",
     "resolve_recording",
+    "restrict",
 ]
 
 BUNDLED = Path(__file__).resolve().parent.parent / "search_space" / "recorded"
@@ -132,7 +136,7 @@ class ReplaySource:
                 raise SourceError(f"{spec_path}: its parameters differ from those of {recording.path.name}")
             space = t1.space
         if constraints:
-            space = _restrict(space, constraints)
+            space = restrict(space, constraints)
         return cls(recording, space, spec_path, tuple(constraints), speed)
 
     @classmethod
@@ -257,7 +261,7 @@ class OperatorSource:
         spec = specs[device]
         space = operator.space(workload, DeviceLimits.from_spec(spec))
         if constraints:
-            space = _restrict(space, constraints)
+            space = restrict(space, constraints)
         if len(space) == 0:
             raise SourceError(f"no configuration of {workload.key} fits {spec.get('name')} under the constraints")
         return cls(operator, workload, space, device, dict(spec), tuple(constraints), float(timeout_s),
@@ -278,13 +282,8 @@ class OperatorSource:
             detect=detect,
             ray=RayPlacement.from_options(options["ray"]) if options.get("ray") else None,
         )
-        if source.workload.key != wl.key:
-            raise SourceError(f"the job's workload {wl.key} is now {source.workload.key}: its kernel spec changed")
-        if options.get("device_name") and source.device_name != options["device_name"]:
-            where = source.ray.describe() if source.ray else f"device {source.device}"
-            raise SourceError(f"the job ran on {options['device_name']}, {where} is {source.device_name}")
-        if options.get("space") and source.space.fingerprint() != options["space"]:
-            raise SourceError("the job's search space changed since it started (different device limits or ktune)")
+        where = source.ray.describe() if source.ray else f"device {source.device}"
+        check_unchanged(source, options, where)
         return source
 
     @property
@@ -339,10 +338,30 @@ class OperatorSource:
         return backend
 
 
+def check_unchanged(source: Source, options: dict[str, Any], where: str) -> None:
+    """Refuse to resume a job on another device or space than it started with: the job's
+    ``options`` name its workload, device and space fingerprint; ``where`` is the device the
+    source found (for the message)."""
+    key = Workload.from_key(options["workload"]).key
+    if source.workload.key != key:
+        raise SourceError(f"the job's workload {key} is now {source.workload.key}: its kernel spec changed")
+    if options.get("device_name") and source.device_name != options["device_name"]:
+        raise SourceError(f"the job ran on {options['device_name']}, {where} is {source.device_name}")
+    if options.get("space") and source.space.fingerprint() != options["space"]:
+        raise SourceError("the job's search space changed since it started (different device limits or ktune)")
+
+
+def _open_host(options: dict[str, Any]) -> Source:
+    from tuner.host_source import HostSource
+
+    return HostSource.from_options(options)
+
+
 _OPENERS: dict[str, Callable[[dict[str, Any]], Source]] = {
     "replay": lambda options: ReplaySource.from_options(options),
     "cupy": lambda options: OperatorSource.from_options(options),
     "ray": lambda options: OperatorSource.from_options(options),
+    "cpu": _open_host,
 }
 #: the backends a job may name (``ktune worker --backend``, ``KTUNE_RUNNER_BACKENDS``)
 BACKENDS: tuple[str, ...] = tuple(_OPENERS)
@@ -353,6 +372,10 @@ def backend_unavailable(name: str) -> str | None:
     job may still find no GPU here; that is the job's error, found when it starts.)"""
     if name == "ray" and importlib.util.find_spec("ray") is None:
         return "Ray is not installed (pip install 'ktune[ray]')"
+    if name == "cpu":
+        from tuner.measure.host_backend import compiler_unavailable
+
+        return compiler_unavailable()
     return None
 
 
@@ -369,7 +392,7 @@ def open_source(backend: str, options: dict[str, Any]) -> Source:
     return opener(options)
 
 
-def _restrict(space: SearchSpace, expressions: Sequence[str]) -> SearchSpace:
+def restrict(space: SearchSpace, expressions: Sequence[str]) -> SearchSpace:
     """The configs of ``space`` that also satisfy ``expressions``."""
     names = [p.name for p in space.parameters]
     parsed = [parse_constraint(e, names) for e in expressions]

@@ -51,6 +51,9 @@ def get(name: str) -> Operator:
 
     target = REGISTRY.get(name)
     if target is None:
-        raise OperatorError(f"unknown operator {name!r} (choose from: {', '.join(REGISTRY)})")
+        from search_space.operators import host
+
+        raise OperatorError(f"unknown operator {name!r} (choose from: {', '.join(REGISTRY)}; "
+                            f"on the CPU: {', '.join(host.names())})")
     module, cls = target.split(":")
     return getattr(import_module(module), cls)()

@@ -33,6 +33,7 @@ __all__ = [
     "Launch",
     "Operator",
     "OperatorError",
+    "ShapedOperator",
     "Tolerance",
     "ceil_div",
     "template",
@@ -171,7 +172,7 @@ class KernelSource:
 
     @property
     def code(self) -> str:
-        return _define_lines(self.defines) + self.body
+        return define_lines(self.defines) + self.body
 
     def renamed(self, name: str, namespace: str) -> str:
         """The source with entry point ``name``, wrapped in ``namespace`` and followed by
@@ -180,10 +181,10 @@ class KernelSource:
             raise OperatorError(f"kernel {self.name!r} cannot share a translation unit")
         defines = {**self.defines, "KERNEL_NAME": name}
         undefs = "".join(f"#undef {k}\n" for k in defines)
-        return f"{_define_lines(defines)}namespace {namespace} {{\n{self.body}\n}}\n{undefs}"
+        return f"{define_lines(defines)}namespace {namespace} {{\n{self.body}\n}}\n{undefs}"
 
 
-def _define_lines(defines: Mapping[str, Value]) -> str:
+def define_lines(defines: Mapping[str, Value]) -> str:
     return "".join(f"#define {k} {_c_literal(v)}\n" for k, v in defines.items())
 
 
@@ -228,11 +229,12 @@ class Arguments:
     outputs: tuple[int, ...]
 
 
-_DTYPES: dict[str, type[np.floating[Any]]] = {"float32": np.float32, "float16": np.float16}
+_DTYPES: dict[str, type[np.floating[Any]]] = {"float64": np.float64, "float32": np.float32, "float16": np.float16}
 
 
-class Operator(ABC):
-    """One kind of kernel. Subclasses are stateless; each method takes the workload."""
+class ShapedOperator:
+    """What every kind of kernel shares, on a GPU or a CPU: its name, the dtypes, layouts and
+    shape dimensions its workloads may have, and the tolerance its results are checked with."""
 
     name: ClassVar[str]
     dtypes: ClassVar[tuple[str, ...]] = ("float32", "float16")
@@ -277,6 +279,16 @@ class Operator(ABC):
     def item_bytes(self, workload: Workload) -> int:
         return int(np.dtype(self.np_dtype(workload)).itemsize)
 
+    def tolerance(self, workload: Workload) -> Tolerance:
+        """float32: rtol 1e-4; float64: 1e-10; float16: 2e-3 (atol likewise, relative to max|ref|)."""
+        if workload.dtype == "float64":
+            return Tolerance(1e-10, 1e-12)
+        return Tolerance(1e-4, 1e-5) if workload.dtype == "float32" else Tolerance(2e-3, 2e-3)
+
+
+class Operator(ShapedOperator, ABC):
+    """One kind of GPU kernel. Subclasses are stateless; each method takes the workload."""
+
     def matrix_space(self, workload: Workload, limits: DeviceLimits, parameters: Sequence[Parameter],
                      constraints: Sequence[str]) -> SearchSpace:
         """The space of a ``ROWSxCOLS`` operator: constraints may use ``ROWS``, ``COLS``,
@@ -316,9 +328,6 @@ class Operator(ABC):
     @abstractmethod
     def bytes_moved(self, workload: Workload) -> float:
         """Compulsory DRAM traffic of one run: each input read and each output written once."""
-
-    def tolerance(self, workload: Workload) -> Tolerance:
-        return Tolerance(1e-4, 1e-5) if workload.dtype == "float32" else Tolerance(2e-3, 2e-3)
 
     def derived_features(self, config: Config, workload: Workload) -> dict[str, float]:
         """Operator-specific features of a config for the cost model (floats, by name)."""

@@ -37,9 +37,10 @@ def _not_found(job_id: int) -> HTTPException:
     responses={
         **{k: ERRORS[k] for k in (401, 413, 415)},
         503: {**ERRORS[503], "description": "The tuning log does not answer, or the Ray cluster offers no GPU "
-                                            "for an operator job (none of that type, or none free in time)."},
+                                            "for an operator job (none of that type, or none free in time), or no C compiler "
+                                            "builds a CPU operator's kernels."},
     },
-    summary="Submit a tuning job: a recorded space (replayed) or an operator (on the Ray cluster's GPUs)",
+    summary="Submit a tuning job: a recorded space (replayed), an operator (on the Ray cluster's GPUs) or a CPU operator",
 )
 def create_job(
     body: JobCreate, _: Writer, tlog: LogDep, catalog: CatalogDep, runner: RunnerDep, settings: SettingsDep
@@ -48,7 +49,7 @@ def create_job(
         job = submit(body, tlog, catalog, settings.ray_address)
     except FieldError as exc:
         raise invalid(("body", *exc.field), str(exc)) from None
-    except BackendError as exc:  # the Ray cluster cannot be reached or offers no such GPU now
+    except BackendError as exc:  # no Ray cluster or GPU now; no C compiler for a CPU operator
         raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, detail=str(exc)) from None
     if runner is not None:
         runner.wake()

@@ -63,20 +63,23 @@ class BudgetIn(_Strict):
 
 class JobCreate(_Strict):
     """A tuning job: on a recorded space (``space``: the bundled ones and those of
-    KTUNE_RECORDINGS_DIR, replayed), or of an operator measured on GPUs of the server's Ray
-    cluster (``operator`` and ``shape``; the server needs KTUNE_RAY_ADDRESS)."""
+    KTUNE_RECORDINGS_DIR, replayed), of an operator measured on GPUs of the server's Ray
+    cluster (``operator`` and ``shape``; the server needs KTUNE_RAY_ADDRESS), or of a CPU
+    operator (``cpu_matmul``) measured on the CPU of a runner that takes ``cpu`` jobs."""
 
     space: str | None = Field(
         None, min_length=1, max_length=128, description="Name of a recorded space (GET /v1/spaces)."
     )
     operator: str | None = Field(
         None, min_length=1, max_length=64,
-        description="Operator to tune on the Ray cluster's GPUs (matmul, conv2d, reduction, softmax, transpose).",
+        description="Operator to tune on the Ray cluster's GPUs (matmul, conv2d, reduction, softmax, transpose), "
+                    "or on a runner's CPU (cpu_matmul).",
     )
     shape: str | None = Field(
         None, min_length=1, max_length=200, description="Problem shape of the operator, e.g. 4096x4096x4096."
     )
-    dtype: str = Field("float32", min_length=1, max_length=16, description="Data type of the operator.")
+    dtype: str = Field("float32", min_length=1, max_length=16,
+                       description="Data type of the operator: float32 or float16 (GPU), float32 or float64 (CPU).")
     layout: str = Field("", max_length=16, description="Layout of the operator: NCHW/NHWC (conv2d), sum/max (reduction).")
     gpu_type: str | None = Field(
         None, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$",

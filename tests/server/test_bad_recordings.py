@@ -137,7 +137,7 @@ def test_a_recordings_directory_removed_while_serving_leaves_the_bundled_ones(
 def test_an_unknown_runner_backend_fails_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
     """A typo in KTUNE_RUNNER_BACKENDS would make a runner that never claims a job."""
     monkeypatch.setenv("KTUNE_RUNNER_BACKENDS", "replay, cuda")
-    with pytest.raises(SettingsError, match=r"KTUNE_RUNNER_BACKENDS: unknown backend\(s\) 'cuda' \(choose from: replay, cupy, ray\)"):
+    with pytest.raises(SettingsError, match=r"KTUNE_RUNNER_BACKENDS: unknown backend\(s\) 'cuda' \(choose from: replay, cupy, ray, cpu\)"):
         Settings.load()
     monkeypatch.setenv("KTUNE_RUNNER_BACKENDS", "replay,cupy")
     assert Settings.load().runner_backends == ("replay", "cupy")
@@ -148,10 +148,10 @@ def test_a_runner_without_ray_neither_takes_nor_accepts_ray_jobs(monkeypatch: py
     and fail it; told to take them, it fails at start instead."""
     monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
     with TuningLog.open(f"sqlite:///{tmp_path / 'log.db'}") as tlog:
-        assert Runner(tlog).backends == ("replay", "cupy")
+        assert Runner(tlog).backends == ("replay", "cupy", "cpu")
     monkeypatch.delitem(sys.modules, "ray")
     with TuningLog.open(f"sqlite:///{tmp_path / 'log.db'}") as tlog:
-        assert Runner(tlog).backends == ("replay", "cupy", "ray")
+        assert Runner(tlog).backends == ("replay", "cupy", "ray", "cpu")
     monkeypatch.setitem(sys.modules, "ray", None)
     monkeypatch.setenv("KTUNE_RUNNER_BACKENDS", "replay,ray")
     with pytest.raises(SettingsError, match=r"backend 'ray': Ray is not installed \(pip install 'ktune\[ray\]'\)"):

@@ -311,7 +311,7 @@ def test_serve_refuses_an_unknown_log_level_before_serving(capsys: pytest.Captur
         (["worker", "--drain", "--poll", "-1"], "--poll must be > 0 and <= 60, got -1.0"),
         (["worker", "--drain", "--poll", "inf"], "--poll must be > 0 and <= 60, got inf"),
         (["worker", "--drain", "--backend", "replay", "--backend", "nope"],
-         "--backend: unknown backend 'nope' (choose from: replay, cupy, ray)"),
+         "--backend: unknown backend 'nope' (choose from: replay, cupy, ray, cpu)"),
     ],
 )
 def test_service_options_out_of_range_name_the_flag(

@@ -10,6 +10,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from db import JobRecord, TrialRecord, TuningLog
+from search_space.operators import host as host_operators
 from tuner import strategies
 from tuner.bounds import MAX_BATCH, MAX_JOB_ID, MAX_RAY_WORKERS, MAX_REPLAY_SPEED, MAX_SEED, MAX_TRIALS, MIN_REPLAY_SPEED
 from tuner.budget import Budget
@@ -30,6 +31,7 @@ from tuner.cli.output import (
     write_json_atomic,
 )
 from tuner.holder import live_holder, process_holder
+from tuner.host_source import HostSource
 from tuner.jobs import JobRequest, create_job, run_job
 from tuner.loop import Batch, Outcome
 from tuner.measure.base import BackendError
@@ -53,11 +55,11 @@ _RESUME_OPTIONS = frozenset({"resume", "out_file", "quiet", "db"})
 def tune(
     ctx: typer.Context,
     replay: Annotated[Optional[str], typer.Option("--replay", help="Kernel Tuner cache file (or bundled name) to replay.")] = None,
-    op: Annotated[Optional[str], typer.Option("--op", help="Operator to tune on the local GPU: matmul, conv2d, reduction, softmax, transpose, or custom (with --spec).")] = None,
+    op: Annotated[Optional[str], typer.Option("--op", help="Operator to tune on the local GPU: matmul, conv2d, reduction, softmax, transpose, or custom (with --spec); or on this CPU: cpu_matmul.")] = None,
     resume: Annotated[Optional[int], typer.Option("--resume", help="Resume job JOB where it stopped, with its own budget, strategy and seed.")] = None,
     demo: Annotated[bool, typer.Option("--demo", help="Tune fp16 matmul on the local GPU if there is one, else replay the bundled convolution_A4000 recording.")] = False,
     shape: Annotated[Optional[str], typer.Option("--shape", help="Problem shape for --op, e.g. 4096x4096x4096 (matmul MxNxK).")] = None,
-    dtype: Annotated[str, typer.Option("--dtype", help="Data type for --op: float32 or float16.")] = "float32",
+    dtype: Annotated[str, typer.Option("--dtype", help="Data type for --op: float32 or float16 (GPU), float32 or float64 (CPU).")] = "float32",
     layout: Annotated[str, typer.Option("--layout", help="Layout for --op: NCHW/NHWC (conv2d), sum/max (reduction).")] = "",
     device: Annotated[int, typer.Option("--device", help="CUDA device index for --op.")] = 0,
     ray: Annotated[Optional[str], typer.Option("--ray", help="Measure --op on GPUs of a Ray cluster: auto (the cluster of this node), ray://HOST:PORT, or local.")] = None,
@@ -78,7 +80,7 @@ def tune(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     db: DbOption = None,
 ) -> None:
-    """Tune a recorded space (--replay) or an operator on the local GPU (--op), or resume a job."""
+    """Tune a recorded space (--replay) or an operator on the local GPU or CPU (--op), or resume a job."""
     if sum(x is not None for x in (replay, op, resume)) + demo != 1:
         raise CliError("give exactly one of --replay FILE, --op OPERATOR, --demo or --resume JOB")
     check_range("--resume", resume, 1, MAX_JOB_ID)
@@ -126,6 +128,10 @@ def tune(
     source: Source
     if demo:
         source = _demo_source(timeout, quiet)
+    elif op is not None and op in host_operators.names():
+        if ray is not None or spec is not None or _given(ctx, "device"):
+            raise CliError(f"{op} runs on this machine's CPU: --ray, --spec and --device are for GPU kernels")
+        source = HostSource.open(op, shape, dtype, layout, constraints=constraint or (), timeout_s=timeout)
     elif op is not None:
         if spec is not None and op != "custom":
             raise CliError("--spec goes with --replay or --op custom")

@@ -1,0 +1,112 @@
+"""The :class:`HostOperator` interface: a kernel ktune tunes on the CPU (C, OpenMP).
+
+A host operator turns a workload into a search space whose constraints come from the CPU's
+limits (:class:`HostLimits`: cores, vector registers, caches), renders C source for a config
+(config values and problem constants as ``#define``s above a template, as for GPU kernels),
+makes inputs and the float64 reference, and counts FLOPs and bytes. The entry point takes the
+arguments' data pointers in order and returns 0, or nonzero when the kernel could not run.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from search_space.operators.base import Arguments, ShapedOperator, define_lines
+from search_space.parameters import Config, Value
+from search_space.space import SearchSpace
+from search_space.workload import Workload
+
+__all__ = ["CSource", "HostLimits", "HostOperator", "c_template"]
+
+#: C type of each dtype a host kernel may take
+C_TYPES = {"float32": "float", "float64": "double"}
+
+
+@dataclass(frozen=True)
+class HostLimits:
+    """What a CPU's spaces depend on: the cores a kernel may use, the bytes its vector
+    registers hold together (the most accumulators a register block can keep), and the
+    cache sizes in bytes (0 when unknown)."""
+
+    cores: int = 1
+    vector_bytes: int = 16
+    vector_registers: int = 16
+    l1d_bytes: int = 0
+    l2_bytes: int = 0
+    l3_bytes: int = 0
+
+    @property
+    def register_bytes(self) -> int:
+        return self.vector_bytes * self.vector_registers
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any]) -> HostLimits:
+        """Limits from a detected CPU spec (:func:`tuner.measure.host_detect.cpu_spec`)."""
+        return cls(**{k: int(spec[k]) for k in cls.__dataclass_fields__ if spec.get(k) is not None})
+
+    def constants(self) -> dict[str, Value]:
+        """Names the constraint expressions of host spaces use."""
+        return {"cores": self.cores, "register_bytes": self.register_bytes, "vector_bytes": self.vector_bytes,
+                "l1d_bytes": self.l1d_bytes, "l2_bytes": self.l2_bytes}
+
+
+@dataclass(frozen=True)
+class CSource:
+    """C for one config: ``defines`` (config values, problem constants, ``KERNEL_NAME``)
+    followed by ``body``; ``name`` is the entry point."""
+
+    name: str
+    body: str
+    defines: Mapping[str, Value] = field(default_factory=dict)
+
+    @property
+    def code(self) -> str:
+        return define_lines(self.defines) + self.body
+
+
+def c_template(name: str) -> str:
+    """The text of a C template shipped in ``search_space/operators/host/c``."""
+    return resources.files("search_space.operators.host").joinpath(f"c/{name}").read_text(encoding="utf-8")
+
+
+class HostOperator(ShapedOperator, ABC):
+    """One kind of CPU kernel. Subclasses are stateless; each method takes the workload."""
+
+    dtypes = ("float32", "float64")
+
+    @abstractmethod
+    def space(self, workload: Workload, limits: HostLimits) -> SearchSpace:
+        """The configs worth measuring for ``workload`` on a CPU with ``limits``."""
+
+    @abstractmethod
+    def render(self, config: Config, workload: Workload) -> CSource:
+        """C source of ``config`` specialised to ``workload``."""
+
+    @abstractmethod
+    def arguments(self, workload: Workload, rng: np.random.Generator) -> Arguments:
+        """Random inputs and initialised outputs, in argument order (numpy arrays)."""
+
+    @abstractmethod
+    def reference(self, workload: Workload, args: Arguments) -> list[np.ndarray]:
+        """Expected values of ``args.outputs`` in order, computed in float64."""
+
+    @abstractmethod
+    def flops(self, workload: Workload) -> float:
+        """Useful floating-point operations of one run."""
+
+    @abstractmethod
+    def bytes_moved(self, workload: Workload) -> float:
+        """Compulsory memory traffic of one run: each input read and each output written once."""
+
+    def derived_features(self, config: Config, workload: Workload) -> dict[str, float]:
+        """Operator-specific features of a config for the cost model (floats, by name)."""
+        return {"flops": float(self.flops(workload)), "bytes": float(self.bytes_moved(workload))}
+
+    def __repr__(self) -> str:
+        return f"<host operator {self.name}>"

@@ -1,0 +1,96 @@
+/* ktune CPU matmul: C[M][N] = A[M][K] * B[K][N], row-major, elements of type REAL.
+ *
+ * The schedule comes in as #defines (ktune renders them above this text):
+ *   TILE_I, TILE_J, TILE_K  cache blocking of C's rows, C's columns and the reduction;
+ *   MICRO_I x MICRO_J       the block of C held in registers while the reduction runs;
+ *   UNROLL_K                unroll factor of the reduction loop;
+ *   PACK_B                  1: copy each TILE_K x TILE_J panel of B to a contiguous buffer;
+ *   THREADS                 OpenMP threads, each taking whole TILE_I row blocks of C.
+ * and the problem as M, N, K, REAL and KERNEL_NAME. Edges that a micro block overruns take a
+ * bounds-checked path, so every shape is computed exactly. Returns 0, or 1 when a thread could
+ * not allocate its B panel.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#define KT_STR(x) #x
+#define KT_UNROLL(n) _Pragma(KT_STR(GCC unroll n))
+#define KT_MIN(a, b) ((a) < (b) ? (a) : (b))
+
+static inline void kt_block(const REAL *restrict a, const REAL *restrict b, REAL *restrict c, int kn, int ldb)
+{
+    REAL acc[MICRO_I][MICRO_J];
+    for (int ii = 0; ii < MICRO_I; ii++)
+        for (int jj = 0; jj < MICRO_J; jj++)
+            acc[ii][jj] = c[ii * N + jj];
+    KT_UNROLL(UNROLL_K)
+    for (int k = 0; k < kn; k++) {
+        const REAL *restrict brow = b + (size_t)k * ldb;
+        for (int ii = 0; ii < MICRO_I; ii++) {
+            const REAL av = a[(size_t)ii * K + k];
+            for (int jj = 0; jj < MICRO_J; jj++)
+                acc[ii][jj] += av * brow[jj];
+        }
+    }
+    for (int ii = 0; ii < MICRO_I; ii++)
+        for (int jj = 0; jj < MICRO_J; jj++)
+            c[ii * N + jj] = acc[ii][jj];
+}
+
+static void kt_edge(const REAL *restrict a, const REAL *restrict b, REAL *restrict c, int kn, int ldb, int ni, int nj)
+{
+    for (int ii = 0; ii < ni; ii++)
+        for (int jj = 0; jj < nj; jj++) {
+            REAL s = c[ii * N + jj];
+            for (int k = 0; k < kn; k++)
+                s += a[(size_t)ii * K + k] * b[(size_t)k * ldb + jj];
+            c[ii * N + jj] = s;
+        }
+}
+
+int KERNEL_NAME(const REAL *restrict A, const REAL *restrict B, REAL *restrict C)
+{
+    int failed = 0;
+    #pragma omp parallel num_threads(THREADS) reduction(|: failed)
+    {
+        REAL *pack = NULL;
+        if (PACK_B) {
+            pack = (REAL *)malloc(sizeof(REAL) * TILE_K * TILE_J);
+            failed |= pack == NULL;
+        }
+        #pragma omp for schedule(static)
+        for (int i0 = 0; i0 < M; i0 += TILE_I) {
+            const int iend = KT_MIN(i0 + TILE_I, M);
+            for (int i = i0; i < iend; i++)
+                memset(C + (size_t)i * N, 0, sizeof(REAL) * N);
+            if (PACK_B && pack == NULL)
+                continue;
+            for (int k0 = 0; k0 < K; k0 += TILE_K) {
+                const int kn = KT_MIN(TILE_K, K - k0);
+                for (int j0 = 0; j0 < N; j0 += TILE_J) {
+                    const int jn = KT_MIN(TILE_J, N - j0);
+                    const REAL *bt = B + (size_t)k0 * N + j0;
+                    int ldb = N;
+                    if (PACK_B) {
+                        for (int k = 0; k < kn; k++)
+                            memcpy(pack + (size_t)k * TILE_J, bt + (size_t)k * N, sizeof(REAL) * jn);
+                        bt = pack;
+                        ldb = TILE_J;
+                    }
+                    for (int i = i0; i < iend; i += MICRO_I) {
+                        const REAL *a = A + (size_t)i * K + k0;
+                        REAL *c = C + (size_t)i * N + j0;
+                        for (int j = 0; j < jn; j += MICRO_J) {
+                            if (i + MICRO_I <= iend && j + MICRO_J <= jn)
+                                kt_block(a, bt + j, c + j, kn, ldb);
+                            else
+                                kt_edge(a, bt + j, c + j, kn, ldb, KT_MIN(MICRO_I, iend - i), KT_MIN(MICRO_J, jn - j));
+                        }
+                    }
+                }
+            }
+        }
+        free(pack);
+    }
+    return failed; /* nonzero: a thread could not allocate its panel */
+}

@@ -1,0 +1,50 @@
+"""A host operator whose one knob plants a behaviour in its C kernel: a kernel that is fast,
+slow, wrong, crashes, hangs, returns an error, or does not compile. Importable by the CPU
+backend's spawned worker (it is pickled into the worker's spec)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from search_space.operators.base import Arguments
+from search_space.operators.host import CSource, HostLimits, HostOperator
+from search_space.parameters import Config, Parameter
+from search_space.space import SearchSpace
+from search_space.workload import Workload
+
+BEHAVIOURS = ("copy", "slow_copy", "wrong", "segfault", "hang", "fails", "syntax")
+
+_BODIES = {
+    "copy": "for (int i = 0; i < LEN; i++) y[i] = x[i]; return 0;",
+    "slow_copy": "for (int r = 0; r < 200; r++) for (int i = 0; i < LEN; i++) y[i] = x[i] + (REAL)(r - r); return 0;",
+    "wrong": "for (int i = 0; i < LEN; i++) y[i] = x[i] + 1; return 0;",
+    "segfault": "volatile int *p = 0; *p = 1; return 0;",
+    "hang": "for (volatile int i = 0; ; i++) {} return 0;",
+    "fails": "return 3;",
+    "syntax": "this is not C",
+}
+
+
+class Planted(HostOperator):
+    name = "planted_copy"
+    dims = ("LEN",)
+
+    def space(self, workload: Workload, limits: HostLimits) -> SearchSpace:
+        return SearchSpace([Parameter.of("behaviour", list(BEHAVIOURS))], [], name=workload.key)
+
+    def render(self, config: Config, workload: Workload) -> CSource:
+        body = "int planted(const REAL *x, REAL *y) { " + _BODIES[str(config["behaviour"])] + " }\n"
+        return CSource("planted", body, {"LEN": workload.shape[0], "REAL": "float"})
+
+    def arguments(self, workload: Workload, rng: np.random.Generator) -> Arguments:
+        x = rng.uniform(-1, 1, workload.shape[0]).astype(np.float32)
+        return Arguments((x, np.zeros_like(x)), outputs=(1,))
+
+    def reference(self, workload: Workload, args: Arguments) -> list[np.ndarray]:
+        return [np.asarray(args.values[0], dtype=np.float64)]
+
+    def flops(self, workload: Workload) -> float:
+        return 0.0
+
+    def bytes_moved(self, workload: Workload) -> float:
+        return 8.0 * workload.shape[0]

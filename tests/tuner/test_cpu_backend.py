@@ -1,0 +1,116 @@
+"""The ``cpu`` backend: real C kernels compiled with the system compiler and timed here."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from search_space.operators import OperatorError
+from search_space.operators.host import HostLimits
+from search_space.operators.host import get as get_host
+from tests.tuner.host_planted import Planted
+from tuner.measure.base import BackendError, Status
+from tuner.measure.host_backend import CpuBackend
+from tuner.measure.host_detect import cpu_spec
+from tuner.measure.timing import TimingSettings
+
+pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc) on this machine")
+
+QUICK = TimingSettings(warmup=1, min_repeats=3, min_time_s=0.0, max_repeats=5)
+
+
+def test_every_kind_of_failure_is_a_status_and_the_worker_survives_it() -> None:
+    op = Planted()
+    workload = op.workload("1000")
+    backend = CpuBackend(op, workload, settings=QUICK, timeout_s=5.0)
+    try:
+        order = ["copy", "wrong", "segfault", "copy", "hang", "fails", "syntax", "slow_copy"]
+        results = {b: m for b, m in zip(order, backend.measure([{"behaviour": b} for b in order]))}
+        statuses = [m.status for m in backend.measure([{"behaviour": b} for b in order])]
+    finally:
+        backend.close()
+    assert results["copy"].status is Status.OK and results["copy"].time_ms > 0 and len(results["copy"].times_ms) >= 3
+    assert results["wrong"].status is Status.WRONG_RESULT and "tolerance" in results["wrong"].error
+    assert results["segfault"].status is Status.RUNTIME_ERROR and "-11" in results["segfault"].error
+    assert results["hang"].status is Status.TIMEOUT
+    assert results["fails"].status is Status.RUNTIME_ERROR and "returned 3" in results["fails"].error
+    assert results["syntax"].status is Status.COMPILE_ERROR and "error" in results["syntax"].error
+    assert results["slow_copy"].status is Status.OK
+    # a crash or a hang replaces the worker; the measurements after it are unaffected
+    assert statuses == [results[b].status for b in order]
+    assert results["slow_copy"].time_ms > results["copy"].time_ms
+
+
+def test_compiled_libraries_are_removed_on_close() -> None:
+    op = Planted()
+    backend = CpuBackend(op, op.workload("64"), settings=QUICK)
+    workdir = Path(backend.workdir)
+    backend.measure([{"behaviour": "copy"}])
+    assert any(workdir.glob("*.so"))
+    backend.close()
+    assert not workdir.exists()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_matmul_configs_compute_the_product_on_odd_shapes(dtype: str) -> None:
+    """Sampled configs of cpu_matmul, on a shape no tile divides, all pass the reference check."""
+    op = get_host("cpu_matmul")
+    workload = op.workload("37x53x29", dtype)
+    space = op.space(workload, HostLimits.from_spec(cpu_spec()))
+    picks = np.random.default_rng(0).choice(len(space), 12, replace=False)
+    backend = CpuBackend("cpu_matmul", workload, settings=QUICK)
+    try:
+        results = backend.measure([space.config(int(i)) for i in picks])
+    finally:
+        backend.close()
+    assert [r.status for r in results] == [Status.OK] * len(results), [r.error for r in results]
+    assert all(r.extra["max_error_ratio"] <= 1.0 and r.compile_ms > 0 for r in results)
+    assert backend.spec["name"] == cpu_spec()["name"] and backend.spec["compiler"]
+
+
+def test_the_space_follows_the_cpu() -> None:
+    op = get_host("cpu_matmul")
+    workload = op.workload("512x512x512")
+    small = op.space(workload, HostLimits(cores=2, vector_bytes=32, vector_registers=16))
+    large = op.space(workload, HostLimits(cores=64, vector_bytes=64, vector_registers=32))
+    assert {c["threads"] for c in small.configs(range(len(small)))} == {1, 2}
+    assert max(c["threads"] for c in large.configs(range(len(large)))) == 64
+    # the register block's accumulators fit in the vector registers: 16 x 32 bytes = 128 floats
+    assert max(c["micro_i"] * c["micro_j"] for c in small.configs(range(len(small)))) == 128
+    tiny = op.space(op.workload("8x8x8"), HostLimits(cores=4))
+    assert all(c["tile_i"] <= 8 and c["threads"] == 1 for c in tiny.configs(range(len(tiny))))
+
+
+def test_bad_workloads_are_operator_errors() -> None:
+    op = get_host("cpu_matmul")
+    with pytest.raises(OperatorError, match="needs 3 dimensions"):
+        op.workload("64x64")
+    with pytest.raises(OperatorError, match="float16"):
+        op.workload("64x64x64", "float16")
+    with pytest.raises(OperatorError, match="cpu_matmul"):
+        get_host("cpu_conv")
+
+
+def test_a_missing_compiler_is_a_backend_error(monkeypatch) -> None:
+    monkeypatch.setenv("KTUNE_CC", "no-such-cc")
+    op = Planted()
+    with pytest.raises(BackendError, match="no C compiler: 'no-such-cc' not found"):
+        CpuBackend(op, op.workload("64"))
+
+
+def test_the_cpu_spec_reads_cpuinfo_and_caches(tmp_path: Path) -> None:
+    for level, kind, size in (("1", "Data", "32K"), ("1", "Instruction", "32K"), ("2", "Unified", "1024K"),
+                              ("3", "Unified", "32M")):
+        index = tmp_path / f"index{level}{kind[0]}"
+        index.mkdir()
+        for name, value in (("level", level), ("type", kind), ("size", size)):
+            (index / name).write_text(value + "\n")
+    info = ("processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R)   Gold 6338 CPU @ 2.00GHz\n"
+            "flags\t\t: fpu sse2 avx avx2 fma\n\nprocessor\t: 1\nmodel name\t: other\n")
+    spec = cpu_spec(info, tmp_path)
+    assert spec["name"].startswith("Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz (") and spec["name"].endswith(" cores)")
+    assert (spec["vendor"], spec["vector_bytes"], spec["vector_registers"]) == ("Intel", 32, 16)
+    assert (spec["l1d_bytes"], spec["l2_bytes"], spec["l3_bytes"]) == (32 << 10, 1 << 20, 32 << 20)

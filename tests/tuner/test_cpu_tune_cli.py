@@ -1,0 +1,98 @@
+"""``ktune tune --op cpu_matmul``: a real tuning job on this machine's CPU, end to end."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from db import TuningLog
+from tuner.cli.app import main
+from tuner.host_source import HostSource
+from tuner.measure.host_detect import cpu_spec
+
+pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc) on this machine")
+
+
+def ktune(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_a_cpu_job_measures_for_real_and_its_best_config_is_looked_up(capsys, tmp_path: Path, db_url: str) -> None:
+    out_file = tmp_path / "run.json"
+    code, out, err = ktune(capsys, "tune", "--op", "cpu_matmul", "--shape", "48x40x24", "--budget", "10",
+                           "--seed", "3", "--quiet", "--out", str(out_file), "--db", db_url)
+    assert code == 0, err
+    assert "measurement budget reached" in out and "10 (10 ok)" in out
+    run = json.loads(out_file.read_text())
+    device = cpu_spec()["name"]
+    assert run["device"] == device and run["workload"] == "cpu_matmul/48x40x24/float32"
+    times = [t["time_ms"] for t in run["trials"]]
+    assert all(t > 0 for t in times) and len(set(times)) > 1  # measured, not made up
+    assert all(t["compile_ms"] > 0 for t in run["trials"])
+    with TuningLog.open(db_url) as tlog:
+        (trial, *_) = tlog.job_trials(run["job"])
+        assert trial.toolchain["compiler"] and trial.backend == "cpu"
+        assert tlog.get_device(device).spec["kind"] == "cpu"
+    code, out, _ = ktune(capsys, "best", "--operator", "cpu_matmul", "--shape", "48x40x24", "--dtype", "float32",
+                         "--device", device, "--format", "json", "--db", db_url)
+    answer = json.loads(out)
+    assert code == 0 and answer["tier"] == "exact" and answer["time_ms"] == min(times)
+    assert answer["config"] == run["best"]["config"]
+
+
+def test_a_stopped_cpu_job_resumes_on_the_same_machine(capsys, tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'k.db'}"
+    source = HostSource.open("cpu_matmul", "32x32x32")
+    with TuningLog.open(db) as tlog:
+        from tuner.budget import Budget
+        from tuner.jobs import JobRequest, create_job
+
+        job = create_job(tlog, JobRequest(source, "random", Budget(max_trials=4), seed=1))
+    code, out, err = ktune(capsys, "tune", "--resume", str(job.id), "--quiet", "--db", db)
+    assert code == 0 and "4 (4 ok)" in out, err
+    # the same job's options on another CPU are refused, not measured there
+    other = {**source.spec, "name": "Another CPU (96 cores)", "cores": 96}
+    with pytest.raises(ValueError, match="the job ran on .* this machine is Another CPU"):
+        HostSource.from_options(source.options(), detect=lambda: other)
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["--shape", "64x64"], 2, "error: cpu_matmul: shape needs 3 dimensions (MxNxK), got 2"),
+        (["--shape", "64x64x64", "--dtype", "float16"], 2,
+         "error: cpu_matmul: dtype 'float16' not supported (choose from: float32, float64)"),
+        (["--shape", "64x64x64", "--device", "1"], 2,
+         "error: cpu_matmul runs on this machine's CPU: --ray, --spec and --device are for GPU kernels"),
+        (["--shape", "64x64x64", "-c", "threads > 4096"], 2, "under the constraints"),
+        (["--shape", "64x64x64", "-c", "threads >"], 2, "error: "),
+    ],
+)
+def test_bad_cpu_requests_are_one_line_and_create_no_job(capsys, tmp_path: Path, args, code, message) -> None:
+    db = f"sqlite:///{tmp_path / 'k.db'}"
+    got, out, err = ktune(capsys, "tune", "--op", "cpu_matmul", *args, "--db", db)
+    assert got == code and out == "" and message in err and len(err.strip().splitlines()) == 1
+    with TuningLog.open(db) as tlog:
+        assert tlog.list_jobs() == []
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"KTUNE_CC": "no-such-cc"}, "error: no C compiler: 'no-such-cc' not found (install gcc or clang, or name one with KTUNE_CC)"),
+        ({"KTUNE_CFLAGS": "-O2 -fno-such-flag"}, "error: cc cannot build kernels with -O2 -fno-such-flag -fPIC -shared: "),
+    ],
+)
+def test_a_compiler_that_cannot_build_kernels_stops_before_the_job(capsys, monkeypatch, tmp_path: Path, env, message) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    db = f"sqlite:///{tmp_path / 'k.db'}"
+    code, out, err = ktune(capsys, "tune", "--op", "cpu_matmul", "--shape", "64x64x64", "--db", db)
+    assert code == 1 and out == "" and err.startswith(message) and len(err.strip().splitlines()) == 1
+    with TuningLog.open(db) as tlog:
+        assert tlog.list_jobs() == []

@@ -1,0 +1,136 @@
+"""A job's source for a CPU kernel measured on this machine (the ``cpu`` backend).
+
+:class:`HostSource` builds a host operator's space (:mod:`search_space.operators.host`) for the
+local CPU's limits (cores, vector registers) and measures it with
+:class:`~tuner.measure.host_backend.CpuBackend`. Like a GPU job, a resumed CPU job checks that
+the machine and the space are the ones it started with.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from search_space.operators.host import HostLimits, HostOperator
+from search_space.space import SearchSpace
+from search_space.workload import Workload
+from tuner.measure.base import BackendError
+from tuner.measure.host_backend import CpuBackend, compiler_unavailable
+from tuner.measure.timing import TimingSettings
+from tuner.sources import SourceError, check_unchanged, restrict
+
+__all__ = ["HostSource", "local_cpu"]
+
+
+def local_cpu() -> dict[str, Any]:
+    """This machine's CPU spec, with the C compiler's version (recorded with every trial).
+    A :class:`BackendError` when no compiler here builds the kernels (checked by building a
+    small one), so that a job is refused before it is created."""
+    from tuner.measure.host_detect import cpu_spec
+    from tuner.measure.host_worker import CompilerError, compiler_from_env
+
+    reason = compiler_unavailable()
+    if reason:
+        raise BackendError(reason)
+    compiler = compiler_from_env()
+    try:
+        version = compiler.version()
+        with tempfile.TemporaryDirectory(prefix="ktune-cc-") as directory:
+            compiler.probe(Path(directory))
+    except (OSError, subprocess.SubprocessError, CompilerError) as exc:
+        raise BackendError(str(exc)) from None
+    return {**cpu_spec(), "compiler": version}
+
+
+@dataclass(frozen=True)
+class HostSource:
+    backend_name: ClassVar[str] = "cpu"
+    operator: HostOperator
+    workload: Workload
+    space: SearchSpace
+    spec: dict[str, Any]
+    constraints: tuple[str, ...] = ()
+    timeout_s: float = 30.0
+    settings: TimingSettings = field(default_factory=TimingSettings)
+
+    @classmethod
+    def open(
+        cls,
+        op: str,
+        shape: str | Sequence[int] | None,
+        dtype: str = "float32",
+        layout: str = "",
+        *,
+        constraints: Sequence[str] = (),
+        timeout_s: float = 30.0,
+        settings: TimingSettings | None = None,
+        detect: Callable[[], dict[str, Any]] | None = None,
+    ) -> HostSource:
+        """Validate the operator and shape, read this CPU's spec, build the space.
+        ``detect`` replaces reading the CPU (tests)."""
+        from search_space.operators import host
+
+        if not timeout_s > 0:
+            raise SourceError(f"timeout must be > 0 seconds, got {timeout_s}")
+        if shape is None:
+            raise SourceError(f"operator {op!r} needs a shape")
+        operator = host.get(op)
+        workload = operator.workload(shape, dtype, layout)
+        spec = detect() if detect is not None else local_cpu()
+        space = operator.space(workload, HostLimits.from_spec(spec))
+        if constraints:
+            space = restrict(space, constraints)
+        if len(space) == 0:
+            raise SourceError(f"no configuration of {workload.key} fits {spec.get('name')} under the constraints")
+        return cls(operator, workload, space, dict(spec), tuple(constraints), float(timeout_s), settings or TimingSettings())
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any], detect: Callable[[], dict[str, Any]] | None = None) -> HostSource:
+        wl = Workload.from_key(options["workload"])
+        source = cls.open(
+            options["operator"], wl.shape, wl.dtype, wl.layout,
+            constraints=options.get("constraints", ()),
+            timeout_s=float(options.get("timeout_s", 30.0)),
+            settings=TimingSettings(**options.get("timing", {})),
+            detect=detect,
+        )
+        check_unchanged(source, options, "this machine")
+        return source
+
+    def options(self) -> dict[str, Any]:
+        return {
+            "operator": self.operator.name,
+            "workload": self.workload.key,
+            "device_name": self.device_name,
+            "constraints": list(self.constraints),
+            "timeout_s": self.timeout_s,
+            "timing": asdict(self.settings),
+            "space": self.space.fingerprint(),
+        }
+
+    @property
+    def device_name(self) -> str:
+        return str(self.spec.get("name", "unknown CPU"))
+
+    @property
+    def device_spec(self) -> dict[str, Any] | None:
+        return self.spec
+
+    @property
+    def optimum_ms(self) -> float | None:
+        return None
+
+    @property
+    def description(self) -> str:
+        return "measured on this machine's CPU"
+
+    def backend(self) -> CpuBackend:
+        backend = CpuBackend(self.operator.name, self.workload, settings=self.settings, timeout_s=self.timeout_s)
+        if backend.device_name != self.device_name:  # the worker sees other cores (affinity changed)
+            backend.close()
+            raise BackendError(f"the job tunes for {self.device_name} but its worker runs on {backend.device_name}")
+        return backend

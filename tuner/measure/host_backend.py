@@ -1,0 +1,76 @@
+"""The ``cpu`` backend: CPU kernels compiled with the system C compiler and timed on this machine.
+
+Measurement runs in one worker process (:class:`~tuner.measure.pool.WorkerPool`; a kernel that
+crashes or hangs takes only the worker down) built by
+:func:`~tuner.measure.host_worker.make_host_measurer`. One worker, not one per core: kernels
+use the cores themselves (the ``threads`` knob), and two measurements at once would disturb
+each other's times. Compiled libraries live in a temporary directory removed on close.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import tempfile
+from typing import Any
+
+from search_space.operators.host import HostOperator
+from search_space.workload import Workload
+from tuner.measure.base import BackendError
+from tuner.measure.host_worker import (
+    Compiler,
+    HostMeasureSpec,
+    compiler_from_env,
+    make_host_measurer,
+)
+from tuner.measure.pool import Factory, WorkerPool
+from tuner.measure.pooled import PooledBackend
+from tuner.measure.timing import TimingSettings
+
+__all__ = ["CpuBackend", "compiler_unavailable"]
+
+
+def compiler_unavailable(compiler: Compiler | None = None) -> str | None:
+    """Why no CPU kernel can be built here without starting anything (no compiler), or None."""
+    compiler = compiler or compiler_from_env()
+    if shutil.which(compiler.command[0]) is None:
+        return f"no C compiler: {compiler.command[0]!r} not found (install gcc or clang, or name one with KTUNE_CC)"
+    return None
+
+
+class CpuBackend(PooledBackend):
+    name = "cpu"
+
+    def __init__(
+        self,
+        operator: str | HostOperator,
+        workload: Workload,
+        *,
+        settings: TimingSettings | None = None,
+        timeout_s: float = 30.0,
+        seed: int = 0,
+        compiler: Compiler | None = None,
+        factory: Factory | None = None,
+    ) -> None:
+        """``operator``: a registered host operator's name or an instance (tests plant crashing
+        ones); ``factory`` replaces the measurer altogether."""
+        compiler = compiler or compiler_from_env()
+        if factory is None and (reason := compiler_unavailable(compiler)):
+            raise BackendError(reason)
+        self.workload = workload
+        self.workdir = tempfile.mkdtemp(prefix="ktune-cpu-")
+        spec = HostMeasureSpec(operator, workload.key, self.workdir, compiler, settings or TimingSettings(), seed)
+        try:
+            self.pool = WorkerPool(factory or functools.partial(make_host_measurer, spec), slots=[0], timeout_s=timeout_s)
+            self.spec: dict[str, Any] = dict(self.pool.hello() or {})
+        except BackendError:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            raise
+
+    @property
+    def device_name(self) -> str:
+        return str(self.spec.get("name", "unknown CPU"))
+
+    def close(self) -> None:
+        super().close()
+        shutil.rmtree(self.workdir, ignore_errors=True)

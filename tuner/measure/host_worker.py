@@ -1,0 +1,254 @@
+"""The CPU side of the ``cpu`` backend: compile, run, check and time one config (in a worker).
+
+:class:`HostMeasurer` is built inside a worker process (see :mod:`tuner.measure.pool`): it makes
+the operator's inputs, computes the float64 reference and keeps pristine copies of the outputs.
+Each call then
+
+1. compiles the config's C source with the system C compiler into a shared library (cached by
+   source and flags in the backend's directory);
+2. loads it and runs it once on restored outputs; a nonzero return is a ``runtime_error``, a
+   mismatch with the reference (the operator's :class:`Tolerance`) is ``wrong_result``;
+3. times it with ``perf_counter_ns``: warm-up runs, then repeats until a minimum count and a
+   minimum total time, each preceded (untimed) by restoring the outputs and flushing every
+   argument's cache lines (``clflush`` on x86, ``dc civac`` on Arm; elsewhere no flush, and
+   the worker's spec says ``cache_flush: false``), as AutoTVM's CPU cache flush does;
+4. unloads the library, so a long job does not map thousands of them (the OpenMP runtime stays:
+   the worker keeps a library of its own that uses it).
+
+A kernel that crashes takes the worker with it (the pool replaces it: ``runtime_error``); one
+that never ends is killed after the backend's timeout.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shlex
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from search_space.operators.host import HostOperator
+from search_space.operators.host import get as get_host_operator
+from search_space.parameters import Config
+from search_space.workload import Workload
+from tuner.measure.base import error_text
+from tuner.measure.host_detect import cpu_spec
+from tuner.measure.timing import TimingSettings, repeat_timed
+
+__all__ = ["DEFAULT_CFLAGS", "Compiler", "CompilerError", "HostMeasureSpec", "HostMeasurer", "compiler_from_env", "make_host_measurer"]
+
+#: flags of every compile: optimised for this CPU, OpenMP, a shared library
+DEFAULT_CFLAGS = ("-O3", "-march=native", "-fopenmp", "-std=c11", "-fPIC", "-shared")
+#: seconds one compile may take before it counts as a compile error
+COMPILE_TIMEOUT_S = 120.0
+#: built when a worker starts (a compiler that cannot build an OpenMP library stops the job
+#: there) and kept loaded: its cache flush evicts a kernel's arguments between timed runs
+_RUNTIME = r"""
+#include <omp.h>
+#include <stddef.h>
+#include <stdint.h>
+int ktune_probe(void) { return omp_get_max_threads() > 0 ? 0 : 1; }
+int ktune_can_flush(void) {
+#if defined(__x86_64__) || defined(__i386__) || defined(__aarch64__)
+    return 1;
+#else
+    return 0;
+#endif
+}
+void ktune_flush(const void *p, size_t n) {
+    uintptr_t line = (uintptr_t)p & ~(uintptr_t)63, end = (uintptr_t)p + n;
+#if defined(__x86_64__) || defined(__i386__)
+    for (; line < end; line += 64) __builtin_ia32_clflush((const void *)line);
+    __builtin_ia32_mfence();
+#elif defined(__aarch64__)
+    for (; line < end; line += 64) __asm__ volatile("dc civac, %0" :: "r"(line) : "memory");
+    __asm__ volatile("dsb ish" ::: "memory");
+#else
+    (void)line; (void)end;
+#endif
+}
+"""
+
+
+@dataclass(frozen=True)
+class Compiler:
+    """A C compiler command and its flags (``KTUNE_CC``, ``KTUNE_CFLAGS``)."""
+
+    command: tuple[str, ...] = ("cc",)
+    flags: tuple[str, ...] = DEFAULT_CFLAGS
+
+    def version(self) -> str:
+        """The first line of ``--version``, or an OSError when the compiler cannot be run."""
+        done = subprocess.run([*self.command, "--version"], capture_output=True, text=True, timeout=30, check=False)
+        return (done.stdout.strip().splitlines() or [" ".join(self.command)])[0]
+
+    def compile(self, code: str, output: Path) -> tuple[bool, str]:
+        """Compile ``code`` to the shared library ``output``: (success, the compiler's messages)."""
+        source = output.with_suffix(".c")
+        source.write_text(code, encoding="utf-8")
+        partial = output.with_suffix(f".{os.getpid()}.tmp")
+        try:
+            done = subprocess.run([*self.command, *self.flags, str(source), "-o", str(partial)],
+                                  capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, check=False)
+        except subprocess.TimeoutExpired:
+            return False, f"the compiler did not finish within {COMPILE_TIMEOUT_S:g} s"
+        if done.returncode != 0:
+            return False, done.stderr or done.stdout
+        os.replace(partial, output)  # another worker may compile the same config: either copy will do
+        return True, done.stderr
+
+    def probe(self, directory: Path) -> Path:
+        """Build ktune's small OpenMP runtime library in ``directory`` and return its path; a
+        :class:`CompilerError` with the compiler's first words when it cannot."""
+        library = directory / f"runtime{os.getpid()}.so"
+        try:
+            ok, messages = self.compile(_RUNTIME, library)
+        except OSError as exc:
+            ok, messages = False, str(exc)
+        if not ok:
+            raise CompilerError(f"{' '.join(self.command)} cannot build kernels with {' '.join(self.flags)}: "
+                                f"{error_text(messages, 2)}")
+        return library
+
+
+class CompilerError(RuntimeError):
+    """The compiler cannot build an OpenMP shared library with its flags."""
+
+
+def compiler_from_env() -> Compiler:
+    """``$KTUNE_CC`` (default ``cc``) with ``$KTUNE_CFLAGS`` (default :data:`DEFAULT_CFLAGS`);
+    ``-shared -fPIC`` are always added, since the kernel is loaded as a library."""
+    command = tuple(shlex.split(os.environ.get("KTUNE_CC", "") or "cc"))
+    flags = tuple(shlex.split(os.environ["KTUNE_CFLAGS"])) if os.environ.get("KTUNE_CFLAGS") else DEFAULT_CFLAGS
+    for required in ("-fPIC", "-shared"):
+        if required not in flags:
+            flags += (required,)
+    return Compiler(command, flags)
+
+
+@dataclass(frozen=True)
+class HostMeasureSpec:
+    """What a CPU worker measures: a host operator (registered name, or an instance, which
+    must then be picklable), the workload, where compiled kernels go, the compiler, timing
+    settings and the seed of the inputs."""
+
+    operator: str | HostOperator
+    workload_key: str
+    workdir: str
+    compiler: Compiler = field(default_factory=Compiler)
+    settings: TimingSettings = field(default_factory=TimingSettings)
+    seed: int = 0
+
+
+def make_host_measurer(spec: HostMeasureSpec, slot: int) -> HostMeasurer:
+    """Pool factory: ``functools.partial(make_host_measurer, spec)``."""
+    return HostMeasurer(spec)
+
+
+class HostMeasurer:
+    """Measures configs of one workload on this CPU; built in the worker process."""
+
+    def __init__(self, spec: HostMeasureSpec) -> None:
+        self.spec = spec
+        self.op = get_host_operator(spec.operator) if isinstance(spec.operator, str) else spec.operator
+        self.workload = Workload.from_key(spec.workload_key)
+        self.info = cpu_spec()
+        self.info["compiler"] = spec.compiler.version()
+        self.workdir = Path(spec.workdir)
+        # Kept loaded for the worker's life: it holds the OpenMP runtime, whose threads outlive
+        # every kernel (unloading the last library that uses it would unmap their code).
+        self.runtime = ctypes.CDLL(str(spec.compiler.probe(self.workdir)))
+        self.runtime.ktune_flush.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        self.runtime.ktune_flush.restype = None
+        self.flushes = spec.settings.flush_l2 and bool(self.runtime.ktune_can_flush())
+        self.info["cache_flush"] = self.flushes
+        args = self.op.arguments(self.workload, np.random.default_rng(spec.seed))
+        self.args = [np.ascontiguousarray(v) for v in args.values]
+        self.pointers = [ctypes.c_void_p(a.ctypes.data) for a in self.args]
+        self.pristine = {i: self.args[i].copy() for i in args.outputs}
+        self.references = dict(zip(args.outputs, self.op.reference(self.workload, args)))
+        self.tolerance = self.op.tolerance(self.workload)
+
+    def hello(self) -> dict[str, Any]:
+        return self.info
+
+    def __call__(self, config: Config) -> dict[str, Any]:
+        result: dict[str, Any] = {"status": "ok", "time_ms": None, "times_ms": [], "compile_ms": 0.0,
+                                  "bench_ms": 0.0, "error": "", "extra": {}}
+        source = self.op.render(config, self.workload)
+        key = hashlib.sha256("\0".join((source.code, *self.spec.compiler.command, *self.spec.compiler.flags)).encode())
+        library = self.workdir / f"k{key.hexdigest()[:24]}.so"
+        started = time.perf_counter()
+        if not library.exists():
+            ok, messages = self.spec.compiler.compile(source.code, library)
+            if not ok:
+                result.update(status="compile_error", error=error_text(messages),
+                              compile_ms=(time.perf_counter() - started) * 1000)
+                return result
+        result["compile_ms"] = (time.perf_counter() - started) * 1000
+        bench = time.perf_counter()
+        lib = ctypes.CDLL(str(library))
+        try:
+            kernel = getattr(lib, source.name)
+            kernel.restype = ctypes.c_int
+            kernel.argtypes = [ctypes.c_void_p] * len(self.pointers)
+            self._measure(kernel, result)
+        finally:
+            result["bench_ms"] = (time.perf_counter() - bench) * 1000
+            _unload(lib)
+        return result
+
+    # --- internals
+
+    def _measure(self, kernel: Any, result: dict[str, Any]) -> None:
+        pointers = self.pointers
+        self._restore()
+        code = kernel(*pointers)
+        if code != 0:
+            result.update(status="runtime_error", error=f"the kernel returned {code}")
+            return
+        worst = self._check()
+        result["extra"]["max_error_ratio"] = worst
+        if worst > 1.0:
+            result.update(status="wrong_result",
+                          error=f"output differs from the reference: worst error {worst:.3g} x the tolerance "
+                                f"(rtol {self.tolerance.rtol:g}, atol {self.tolerance.atol:g})")
+            return
+
+        def timed() -> float:
+            start = time.perf_counter_ns()
+            kernel(*pointers)
+            return (time.perf_counter_ns() - start) / 1e6
+
+        times = repeat_timed(timed, self.spec.settings, self._prepare)
+        result.update(times_ms=times, time_ms=float(np.median(times)))
+
+    def _restore(self) -> None:
+        for i, p in self.pristine.items():
+            self.args[i][...] = p
+
+    def _prepare(self) -> None:
+        self._restore()
+        if self.flushes:  # every argument leaves every cache level, as a kernel's inputs usually arrive
+            for a in self.args:
+                self.runtime.ktune_flush(a.ctypes.data, a.nbytes)
+
+    def _check(self) -> float:
+        return max((self.tolerance.check(self.args[i], ref)[1] for i, ref in self.references.items()), default=0.0)
+
+
+def _unload(lib: ctypes.CDLL) -> None:
+    """dlclose a kernel library after its last call (OpenMP's idle threads wait in the runtime,
+    which the worker keeps loaded, not in the kernel)."""
+    try:
+        import _ctypes
+
+        _ctypes.dlclose(lib._handle)  # type: ignore[attr-defined]
+    except (ImportError, AttributeError, OSError):
+        pass
