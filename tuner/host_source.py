@@ -21,7 +21,7 @@ from search_space.workload import Workload
 from tuner.measure.base import BackendError
 from tuner.measure.host_backend import CpuBackend, compiler_unavailable
 from tuner.measure.timing import TimingSettings
-from tuner.sources import SourceError, check_unchanged, restrict
+from tuner.sources import MeasuredSource, SourceError, check_unchanged, restrict
 
 __all__ = ["HostSource", "local_cpu"]
 
@@ -47,8 +47,9 @@ def local_cpu() -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class HostSource:
+class HostSource(MeasuredSource):
     backend_name: ClassVar[str] = "cpu"
+    unnamed: ClassVar[str] = "unknown CPU"
     operator: HostOperator
     workload: Workload
     space: SearchSpace
@@ -111,18 +112,6 @@ class HostSource:
             "timing": asdict(self.settings),
             "space": self.space.fingerprint(),
         }
-
-    @property
-    def device_name(self) -> str:
-        return str(self.spec.get("name", "unknown CPU"))
-
-    @property
-    def device_spec(self) -> dict[str, Any] | None:
-        return self.spec
-
-    @property
-    def optimum_ms(self) -> float | None:
-        return None
 
     @property
     def description(self) -> str:

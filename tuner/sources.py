@@ -13,9 +13,10 @@ kernel of :mod:`search_space.operators.host` on this machine (the ``cpu`` backen
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BACKENDS",
+    "MeasuredSource",
     "OperatorSource",
     "ReplaySource",
     "Source",
@@ -43,9 +45,9 @@ __all__ = [
     "bundled_recordings",
     "check_unchanged",
     "open_source",
-    "runnable_backends",
     "resolve_recording",
     "restrict",
+    "runnable_backends",
 ]
 
 BUNDLED = Path(__file__).resolve().parent.parent / "search_space" / "recorded"
@@ -120,7 +122,7 @@ class ReplaySource:
         constraints: Sequence[str] = (),
         digest: str | None = None,
         speed: float | None = None,
-    ) -> "ReplaySource":
+    ) -> ReplaySource:
         """Load the recording (checking ``digest`` when given) and build the space to search."""
         if speed is not None and not MIN_REPLAY_SPEED <= speed <= MAX_REPLAY_SPEED:
             raise SourceError(f"replay speed must be {MIN_REPLAY_SPEED:g}..{MAX_REPLAY_SPEED:g}, got {speed}")
@@ -140,7 +142,7 @@ class ReplaySource:
         return cls(recording, space, spec_path, tuple(constraints), speed)
 
     @classmethod
-    def from_options(cls, options: dict[str, Any]) -> "ReplaySource":
+    def from_options(cls, options: dict[str, Any]) -> ReplaySource:
         return cls.open(
             options["replay"],
             spec=options.get("spec"),
@@ -184,8 +186,29 @@ class ReplaySource:
         return f"replayed from {self.recording.path.name}"
 
 
+class MeasuredSource:
+    """What a source measured on a real device shares: the device is the one its detected
+    ``spec`` names, and no optimum is known in advance."""
+
+    spec: dict[str, Any]
+    #: the device name when the spec has none
+    unnamed: ClassVar[str] = "unknown GPU"
+
+    @property
+    def device_name(self) -> str:
+        return str(self.spec.get("name", self.unnamed))
+
+    @property
+    def device_spec(self) -> dict[str, Any] | None:
+        return self.spec
+
+    @property
+    def optimum_ms(self) -> float | None:
+        return None
+
+
 @dataclass(frozen=True)
-class OperatorSource:
+class OperatorSource(MeasuredSource):
     """An operator's space on a local CUDA device, measured by the ``cupy`` backend.
 
     The space's constraints come from the detected device's limits, so resuming checks that the
@@ -305,18 +328,6 @@ class OperatorSource:
             "space": self.space.fingerprint(),
             "ray": self.ray.to_options() if self.ray else None,
         }
-
-    @property
-    def device_name(self) -> str:
-        return str(self.spec.get("name", "unknown GPU"))
-
-    @property
-    def device_spec(self) -> dict[str, Any] | None:
-        return self.spec
-
-    @property
-    def optimum_ms(self) -> float | None:
-        return None
 
     @property
     def description(self) -> str:

@@ -219,6 +219,11 @@ class Tolerance:
         worst = float(np.max(ratio)) if ratio.size else 0.0
         return worst <= 1.0, worst
 
+    def failure(self, worst: float) -> str:
+        """What a trial's error says when the worst ratio of :meth:`check` is above 1."""
+        return (f"output differs from the reference: worst error {worst:.3g} x the tolerance "
+                f"(rtol {self.rtol:g}, atol {self.atol:g})")
+
 
 @dataclass(frozen=True)
 class Arguments:

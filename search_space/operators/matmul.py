@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 
 from search_space.operators.base import (
-    Arguments,
     DeviceLimits,
     KernelSource,
     Launch,
@@ -22,6 +21,7 @@ from search_space.operators.base import (
     ceil_div,
     template,
 )
+from search_space.operators.gemm import GemmProblem
 from search_space.parameters import Config, Parameter
 from search_space.space import SearchSpace
 from search_space.workload import Workload
@@ -75,9 +75,8 @@ _MMA_CONSTRAINTS = [
 ]
 
 
-class Matmul(Operator):
+class Matmul(GemmProblem, Operator):
     name = "matmul"
-    dims = ("M", "N", "K")
     summary = "C = A @ B, row-major; fp32 SIMT (split-K) or fp16 tensor cores (mma.sync)"
 
     def space(self, workload: Workload, limits: DeviceLimits) -> SearchSpace:
@@ -115,25 +114,6 @@ class Matmul(Operator):
             smem = c["stages"] * (bm * (bk + 8) + bk * (bn + 8)) * 2
             return Launch((ceil_div(m, bm) * ceil_div(n, bn), 1, 1), (threads, 1, 1), smem)
         return simt_launch(c, m, n)
-
-    def arguments(self, workload: Workload, rng: np.random.Generator) -> Arguments:
-        m, n, k = workload.shape
-        dt = self.np_dtype(workload)
-        a = rng.uniform(-1, 1, (m, k)).astype(dt)
-        b = rng.uniform(-1, 1, (k, n)).astype(dt)
-        return Arguments((a, b, np.zeros((m, n), dtype=dt)), outputs=(2,))
-
-    def reference(self, workload: Workload, args: Arguments, xp: Any = np) -> list[Any]:
-        a, b = (xp.asarray(v).astype(xp.float64) for v in args.values[:2])
-        return [a @ b]
-
-    def flops(self, workload: Workload) -> float:
-        m, n, k = workload.shape
-        return 2.0 * m * n * k
-
-    def bytes_moved(self, workload: Workload) -> float:
-        m, n, k = workload.shape
-        return float((m * k + k * n + m * n) * self.item_bytes(workload))
 
     def derived_features(self, config: Config, workload: Workload) -> dict[str, float]:
         m, n, k = workload.shape

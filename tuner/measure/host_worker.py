@@ -216,9 +216,7 @@ class HostMeasurer:
         worst = self._check()
         result["extra"]["max_error_ratio"] = worst
         if worst > 1.0:
-            result.update(status="wrong_result",
-                          error=f"output differs from the reference: worst error {worst:.3g} x the tolerance "
-                                f"(rtol {self.tolerance.rtol:g}, atol {self.tolerance.atol:g})")
+            result.update(status="wrong_result", error=self.tolerance.failure(worst))
             return
 
         def timed() -> float:

@@ -151,9 +151,7 @@ class GpuMeasurer:
             worst = self._check()
             result["extra"]["max_error_ratio"] = worst
             if worst > 1.0:
-                result.update(status="wrong_result",
-                              error=f"output differs from the reference: worst error {worst:.3g} x the tolerance "
-                                    f"(rtol {self.tolerance.rtol:g}, atol {self.tolerance.atol:g})")
+                result.update(status="wrong_result", error=self.tolerance.failure(worst))
             else:
                 times = time_gpu(run, self.spec.settings, restore, int(self.info.get("l2_bytes", 0)))
                 result.update(times_ms=times, time_ms=float(np.median(times)))

@@ -104,9 +104,5 @@ class HostOperator(ShapedOperator, ABC):
     def bytes_moved(self, workload: Workload) -> float:
         """Compulsory memory traffic of one run: each input read and each output written once."""
 
-    def derived_features(self, config: Config, workload: Workload) -> dict[str, float]:
-        """Operator-specific features of a config for the cost model (floats, by name)."""
-        return {"flops": float(self.flops(workload)), "bytes": float(self.bytes_moved(workload))}
-
     def __repr__(self) -> str:
         return f"<host operator {self.name}>"

@@ -7,9 +7,8 @@ contiguous buffer, and OpenMP threads over row blocks. Template: ``c/matmul.c``.
 
 from __future__ import annotations
 
-import numpy as np
-
-from search_space.operators.base import Arguments, param_range
+from search_space.operators.base import param_range
+from search_space.operators.gemm import GemmProblem
 from search_space.operators.host.base import C_TYPES, CSource, HostLimits, HostOperator, c_template
 from search_space.parameters import Config, Parameter
 from search_space.space import SearchSpace
@@ -30,9 +29,8 @@ _CONSTRAINTS = [
 ]
 
 
-class CpuMatmul(HostOperator):
+class CpuMatmul(GemmProblem, HostOperator):
     name = "cpu_matmul"
-    dims = ("M", "N", "K")
     summary = "matrix multiply in C: cache tiles, a register block of C, B panel packing, OpenMP threads"
 
     def space(self, workload: Workload, limits: HostLimits) -> SearchSpace:
@@ -59,41 +57,3 @@ class CpuMatmul(HostOperator):
                    ("tile_i", "tile_j", "tile_k", "micro_i", "micro_j", "unroll_k", "pack_b", "threads")}
         defines |= {"M": m, "N": n, "K": k, "REAL": C_TYPES[workload.dtype], "KERNEL_NAME": "ktune_matmul"}
         return CSource("ktune_matmul", c_template("matmul.c"), defines)
-
-    def arguments(self, workload: Workload, rng: np.random.Generator) -> Arguments:
-        m, n, k = workload.shape
-        dt = self.np_dtype(workload)
-        a = rng.uniform(-1, 1, (m, k)).astype(dt)
-        b = rng.uniform(-1, 1, (k, n)).astype(dt)
-        return Arguments((a, b, np.zeros((m, n), dtype=dt)), outputs=(2,))
-
-    def reference(self, workload: Workload, args: Arguments) -> list[np.ndarray]:
-        a, b = (np.asarray(v, dtype=np.float64) for v in args.values[:2])
-        return [a @ b]
-
-    def flops(self, workload: Workload) -> float:
-        m, n, k = workload.shape
-        return 2.0 * m * n * k
-
-    def bytes_moved(self, workload: Workload) -> float:
-        m, n, k = workload.shape
-        return float((m * k + k * n + m * n) * self.item_bytes(workload))
-
-    def derived_features(self, config: Config, workload: Workload) -> dict[str, float]:
-        m, n, k = workload.shape
-        c = {name: int(value) for name, value in config.items()}  # every knob is an integer
-        e = self.item_bytes(workload)
-        ti, tj, tk = min(c["tile_i"], m), min(c["tile_j"], n), min(c["tile_k"], k)
-        row_blocks = -(-m // c["tile_i"])
-        return {
-            **super().derived_features(config, workload),
-            # bytes of the A tile, the B panel and the C tile a thread works on at once
-            "a_tile_bytes": float(ti * tk * e),
-            "b_panel_bytes": float(tk * tj * e),
-            "c_tile_bytes": float(ti * tj * e),
-            # FLOPs per element loaded by the register block (its arithmetic intensity)
-            "register_intensity": 2.0 * c["micro_i"] * c["micro_j"] / (c["micro_i"] + c["micro_j"]),
-            # row blocks per thread, and how evenly they divide among the threads
-            "blocks_per_thread": row_blocks / c["threads"],
-            "thread_balance": row_blocks / (c["threads"] * -(-row_blocks // c["threads"])),
-        }
