@@ -8,14 +8,18 @@ ratio to the best time any run found (the recorded spaces have a brute-forced op
 space of ~4x10^4 configs does not); the ratio of each strategy to random search at the same
 k; and the best tuned kernel against numpy's matmul (its BLAS, timed here the same way), for
 scale. Measurement noise on a shared VM is a few percent, so differences below that mean nothing.
+With ``--transfer-from SHAPE``, ``auto`` also runs on a log that already holds an ``auto`` job on
+that shape (the other shapes of a model, tuned earlier): transfer across shapes.
 
     python benchmarks/cpu_tuning.py [--shapes 256x256x256,512x512x512] [--budget 60] [--seeds 3]
+        [--transfer-from 256x256x256 --transfer-budget 100]
 """
 
 from __future__ import annotations
 
 import argparse
 import ctypes
+import shutil
 import statistics
 import sys
 import tempfile
@@ -35,16 +39,24 @@ from tuner.measure.host_worker import compiler_from_env  # noqa: E402
 from tuner.measure.timing import TimingSettings, repeat_timed  # noqa: E402
 
 
-def run(shape: str, dtype: str, strategy: str, seed: int, budget: int, tmp: Path) -> tuple[list[float], float, float]:
-    """Best-so-far times (ms) after each measurement, tuner ms and wall s per measurement."""
+def run(shape: str, dtype: str, strategy: str, seed: int, budget: int, tmp: Path,
+        template: Path | None = None, keep: Path | None = None) -> tuple[list[float], float, float]:
+    """Best-so-far times (ms) after each measurement, tuner ms and wall s per measurement;
+    the job's log starts as a copy of ``template`` when given (transfer), else empty, and is
+    moved to ``keep`` afterwards when given, else deleted."""
     db = tmp / f"{shape}-{strategy}-{seed}.db"
+    if template is not None:
+        shutil.copy(template, db)
     started = time.perf_counter()
     with TuningLog.open(f"sqlite:///{db}") as tlog:
         source = HostSource.open("cpu_matmul", shape, dtype)
         job = create_job(tlog, JobRequest(source, strategy, Budget(max_trials=budget), seed=seed))
         outcome = run_job(tlog, job.id, source=source)
         times = [t.time_ms if t.time_ms is not None else np.inf for t in tlog.job_trials(job.id)]
-    db.unlink()
+    if keep is not None:
+        db.rename(keep)
+    else:
+        db.unlink()
     wall = (time.perf_counter() - started) / max(1, len(times))
     return list(np.minimum.accumulate(times)), 1000.0 * outcome.state.tuner_s / max(1, outcome.state.n_trials), wall
 
@@ -77,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strategies", default="auto,random")
     parser.add_argument("--budget", type=int, default=60)
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--transfer-from", default="",
+                        help="also run auto with a log holding an auto job of --transfer-budget on this shape")
+    parser.add_argument("--transfer-budget", type=int, default=100)
     args = parser.parse_args(argv)
     strategies = args.strategies.split(",")
     marks = [k for k in (10, 20, 40, 60, 100, 200) if k < args.budget] + [args.budget]
@@ -84,14 +99,20 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(directory)
         print(f"device: {HostSource.open('cpu_matmul', '64x64x64').device_name}; {args.dtype}; "
               f"{args.seeds} seeds x budget {args.budget}")
+        template = None
+        runs_of = [(name, name, None) for name in strategies]
+        if args.transfer_from:
+            template = tmp / "template.db"
+            run(args.transfer_from, args.dtype, "auto", 0, args.transfer_budget, tmp, keep=template)
+            runs_of.append((f"auto, log: {args.transfer_budget} of {args.transfer_from}", "auto", template))
         for shape in args.shapes.split(","):
             curves: dict[str, list[list[float]]] = {}
             costs: dict[str, list[tuple[float, float]]] = {}
-            for strategy in strategies:
+            for label, strategy, start in runs_of:
                 for seed in range(args.seeds):
-                    curve, tuner_ms, wall_s = run(shape, args.dtype, strategy, seed, args.budget, tmp)
-                    curves.setdefault(strategy, []).append(curve)
-                    costs.setdefault(strategy, []).append((tuner_ms, wall_s))
+                    curve, tuner_ms, wall_s = run(shape, args.dtype, strategy, seed, args.budget, tmp, start)
+                    curves.setdefault(label, []).append(curve)
+                    costs.setdefault(label, []).append((tuner_ms, wall_s))
             best = min(c[-1] for runs in curves.values() for c in runs)
             blas = numpy_ms(shape, args.dtype, tmp)
             print(f"\n{shape} ({args.dtype}): best found {best:.4f} ms; numpy (BLAS) {blas:.4f} ms\n")
