@@ -87,7 +87,7 @@ def vendor(op_name: str, workload: Workload, args: list[Any]) -> tuple[str, Call
             x, w, y = args
             from search_space.operators.conv2d import Conv2d
 
-            cs, _ = Conv2d()._shape(workload)
+            cs, _ = Conv2d().conv_shape(workload)
             pad, stride, dil = (cs.ph, cs.pw), (cs.sh, cs.sw), (cs.dh, cs.dw)
             core = "never" if workload.dtype == "float32" else "auto"  # no TF32 for fp32: same math as ours
 

@@ -116,7 +116,7 @@ def test_conv_reference_and_implicit_gemm_match_the_direct_convolution(layout: s
     op = get("conv2d")
     assert isinstance(op, Conv2d)
     workload = op.workload("2x3x7x8x4x3x2x2x1x1x2x1x2", "float32", layout)
-    cs, _ = op._shape(workload)
+    cs, _ = op.conv_shape(workload)
     args = op.arguments(workload, np.random.default_rng(1))
     x, wt = (np.asarray(v, dtype=np.float64) for v in args.values[:2])
     if layout == "NHWC":
