@@ -1,4 +1,4 @@
-"""Tuning for real on this machine's CPU: ktune's strategies on ``cpu_matmul``, measured, not replayed.
+"""Tuning for real on this machine's CPU: ktune's strategies on a CPU kernel, measured, not replayed.
 
 For each shape, each strategy runs ``--seeds`` jobs through the job path (a fresh SQLite log
 each, so no transfer; the ``cpu`` backend compiling and timing every config here). A config's
@@ -7,12 +7,13 @@ run. Printed per shape: the median over seeds of the best time after k measureme
 ratio to the best time any run found (the recorded spaces have a brute-forced optimum; this
 space of ~4x10^4 configs does not); the ratio of each strategy to random search at the same
 k; and the best tuned kernel against numpy's matmul (its BLAS, timed here the same way), for
-scale. Measurement noise on a shared VM is a few percent, so differences below that mean nothing.
+scale (``cpu_matmul`` only). Measurement noise on a shared VM is a few percent, so differences
+below that mean nothing.
 With ``--transfer-from SHAPE``, ``auto`` also runs on a log that already holds an ``auto`` job on
 that shape (the other shapes of a model, tuned earlier): transfer across shapes.
 
-    python benchmarks/cpu_tuning.py [--shapes 256x256x256,512x512x512] [--budget 60] [--seeds 3]
-        [--transfer-from 256x256x256 --transfer-budget 100]
+    python benchmarks/cpu_tuning.py [--op cpu_matmul] [--shapes 256x256x256,512x512x512] [--layout L]
+        [--budget 60] [--seeds 3] [--transfer-from 256x256x256 --transfer-budget 100]
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from tuner.measure.host_worker import compiler_from_env  # noqa: E402
 from tuner.measure.timing import TimingSettings, repeat_timed  # noqa: E402
 
 
-def run(shape: str, dtype: str, strategy: str, seed: int, budget: int, tmp: Path,
+def run(op: str, shape: str, layout: str, dtype: str, strategy: str, seed: int, budget: int, tmp: Path,
         template: Path | None = None, keep: Path | None = None) -> tuple[list[float], float, float]:
     """Best-so-far times (ms) after each measurement, tuner ms and wall s per measurement;
     the job's log starts as a copy of ``template`` when given (transfer), else empty, and is
@@ -49,7 +50,7 @@ def run(shape: str, dtype: str, strategy: str, seed: int, budget: int, tmp: Path
         shutil.copy(template, db)
     started = time.perf_counter()
     with TuningLog.open(f"sqlite:///{db}") as tlog:
-        source = HostSource.open("cpu_matmul", shape, dtype)
+        source = HostSource.open(op, shape, dtype, layout)
         job = create_job(tlog, JobRequest(source, strategy, Budget(max_trials=budget), seed=seed))
         outcome = run_job(tlog, job.id, source=source)
         times = [t.time_ms if t.time_ms is not None else np.inf for t in tlog.job_trials(job.id)]
@@ -84,7 +85,9 @@ def numpy_ms(shape: str, dtype: str, tmp: Path) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--op", default="cpu_matmul")
     parser.add_argument("--shapes", default="256x256x256,512x512x512")
+    parser.add_argument("--layout", default="")
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--strategies", default="auto,random")
     parser.add_argument("--budget", type=int, default=60)
@@ -97,25 +100,26 @@ def main(argv: list[str] | None = None) -> int:
     marks = [k for k in (10, 20, 40, 60, 100, 200) if k < args.budget] + [args.budget]
     with tempfile.TemporaryDirectory(prefix="ktune-cpu-bench-") as directory:
         tmp = Path(directory)
-        print(f"device: {HostSource.open('cpu_matmul', '64x64x64').device_name}; {args.dtype}; "
+        print(f"device: {HostSource.open('cpu_matmul', '64x64x64').device_name}; {args.op}; {args.dtype}; "
               f"{args.seeds} seeds x budget {args.budget}")
         template = None
         runs_of = [(name, name, None) for name in strategies]
         if args.transfer_from:
             template = tmp / "template.db"
-            run(args.transfer_from, args.dtype, "auto", 0, args.transfer_budget, tmp, keep=template)
+            run(args.op, args.transfer_from, args.layout, args.dtype, "auto", 0, args.transfer_budget, tmp, keep=template)
             runs_of.append((f"auto, log: {args.transfer_budget} of {args.transfer_from}", "auto", template))
         for shape in args.shapes.split(","):
             curves: dict[str, list[list[float]]] = {}
             costs: dict[str, list[tuple[float, float]]] = {}
             for label, strategy, start in runs_of:
                 for seed in range(args.seeds):
-                    curve, tuner_ms, wall_s = run(shape, args.dtype, strategy, seed, args.budget, tmp, start)
+                    curve, tuner_ms, wall_s = run(args.op, shape, args.layout, args.dtype, strategy, seed, args.budget,
+                                                  tmp, start)
                     curves.setdefault(label, []).append(curve)
                     costs.setdefault(label, []).append((tuner_ms, wall_s))
             best = min(c[-1] for runs in curves.values() for c in runs)
-            blas = numpy_ms(shape, args.dtype, tmp)
-            print(f"\n{shape} ({args.dtype}): best found {best:.4f} ms; numpy (BLAS) {blas:.4f} ms\n")
+            blas = numpy_ms(shape, args.dtype, tmp) if args.op == "cpu_matmul" else float("nan")
+            print(f"\n{shape} {args.layout} ({args.dtype}): best found {best:.4f} ms; numpy (BLAS) {blas:.4f} ms\n")
             heads = " | ".join(f"@{k}" for k in marks)
             print(f"| strategy | {heads} | best tuned / numpy | tuner ms/meas. | wall s/meas. |")
             print("|---|" + "---|" * (len(marks) + 3))

@@ -65,7 +65,7 @@ class JobCreate(_Strict):
     """A tuning job: on a recorded space (``space``: the bundled ones and those of
     KTUNE_RECORDINGS_DIR, replayed), of an operator measured on GPUs of the server's Ray
     cluster (``operator`` and ``shape``; the server needs KTUNE_RAY_ADDRESS), or of a CPU
-    operator (``cpu_matmul``) measured on the CPU of a runner that takes ``cpu`` jobs."""
+    operator (``cpu_matmul``, ``cpu_conv2d``) measured on the CPU of a runner that takes ``cpu`` jobs."""
 
     space: str | None = Field(
         None, min_length=1, max_length=128, description="Name of a recorded space (GET /v1/spaces)."
@@ -73,7 +73,7 @@ class JobCreate(_Strict):
     operator: str | None = Field(
         None, min_length=1, max_length=64,
         description="Operator to tune on the Ray cluster's GPUs (matmul, conv2d, reduction, softmax, transpose), "
-                    "or on a runner's CPU (cpu_matmul).",
+                    "or on a runner's CPU (cpu_matmul, cpu_conv2d).",
     )
     shape: str | None = Field(
         None, min_length=1, max_length=200, description="Problem shape of the operator, e.g. 4096x4096x4096."

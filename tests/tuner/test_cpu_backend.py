@@ -71,6 +71,28 @@ def test_matmul_configs_compute_the_product_on_odd_shapes(dtype: str) -> None:
     assert backend.spec["name"] == cpu_spec()["name"] and backend.spec["compiler"]
 
 
+@pytest.mark.parametrize(
+    ("shape", "layout"),
+    [
+        ("2x5x13x11x6x3x3", "NCHW_pad1x1"),  # padding: every edge path
+        ("1x4x17x19x5x3x2x2x1x0x1x2x1", "NCHW"),  # stride, padding, dilation, uneven
+        ("1x3x9x9x7x1x1", "NCHW"),  # a 1x1 filter
+    ],
+)
+def test_conv2d_configs_compute_the_convolution(shape: str, layout: str) -> None:
+    """Sampled configs of cpu_conv2d on awkward convolutions all pass the reference check."""
+    op = get_host("cpu_conv2d")
+    workload = op.workload(shape, "float32", layout)
+    space = op.space(workload, HostLimits.from_spec(cpu_spec()))
+    picks = np.random.default_rng(1).choice(len(space), 10, replace=False)
+    backend = CpuBackend("cpu_conv2d", workload, settings=QUICK)
+    try:
+        results = backend.measure([space.config(int(i)) for i in picks])
+    finally:
+        backend.close()
+    assert [r.status for r in results] == [Status.OK] * len(results), [r.error for r in results]
+
+
 def test_the_space_follows_the_cpu() -> None:
     op = get_host("cpu_matmul")
     workload = op.workload("512x512x512")
@@ -90,8 +112,10 @@ def test_bad_workloads_are_operator_errors() -> None:
         op.workload("64x64")
     with pytest.raises(OperatorError, match="float16"):
         op.workload("64x64x64", "float16")
-    with pytest.raises(OperatorError, match="cpu_matmul"):
+    with pytest.raises(OperatorError, match="cpu_matmul, cpu_conv2d"):
         get_host("cpu_conv")
+    with pytest.raises(OperatorError, match="cpu_conv2d: layout 'NHWC' not supported"):
+        get_host("cpu_conv2d").workload("1x8x8x8x8x3x3", "float32", "NHWC")
 
 
 def test_a_missing_compiler_is_a_backend_error(monkeypatch) -> None:

@@ -45,6 +45,14 @@ def test_a_cpu_job_measures_for_real_and_its_best_config_is_looked_up(capsys, tm
     assert answer["config"] == run["best"]["config"]
 
 
+def test_a_padded_cpu_conv2d_job_runs_and_keys_its_padding(capsys, tmp_path: Path) -> None:
+    out_file = tmp_path / "conv.json"
+    code, out, err = ktune(capsys, "tune", "--op", "cpu_conv2d", "--shape", "2x3x12x10x4x3x3", "--layout", "NCHW_pad1x1",
+                           "--budget", "4", "--quiet", "--out", str(out_file), "--db", f"sqlite:///{tmp_path / 'k.db'}")
+    assert code == 0 and "4 (4 ok)" in out, err
+    assert json.loads(out_file.read_text())["workload"] == "cpu_conv2d/2x3x12x10x4x3x3x1x1x1x1/float32/NCHW_pad1x1"
+
+
 def test_a_stopped_cpu_job_resumes_on_the_same_machine(capsys, tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'k.db'}"
     source = HostSource.open("cpu_matmul", "32x32x32")
@@ -71,11 +79,14 @@ def test_a_stopped_cpu_job_resumes_on_the_same_machine(capsys, tmp_path: Path) -
          "error: cpu_matmul runs on this machine's CPU: --ray, --spec and --device are for GPU kernels"),
         (["--shape", "64x64x64", "-c", "threads > 4096"], 2, "under the constraints"),
         (["--shape", "64x64x64", "-c", "threads >"], 2, "error: "),
+        (["--shape", "1x3x8x8x4x3x3", "--layout", "NHWC"], 2, "layout 'NHWC' not supported (choose from: NCHW)"),
+        (["--shape", "1x3x2x2x4x3x3"], 2, "the filter does not fit the padded input"),
     ],
 )
 def test_bad_cpu_requests_are_one_line_and_create_no_job(capsys, tmp_path: Path, args, code, message) -> None:
     db = f"sqlite:///{tmp_path / 'k.db'}"
-    got, out, err = ktune(capsys, "tune", "--op", "cpu_matmul", *args, "--db", db)
+    op = "cpu_conv2d" if "--layout" in args or args[1].count("x") > 2 else "cpu_matmul"
+    got, out, err = ktune(capsys, "tune", "--op", op, *args, "--db", db)
     assert got == code and out == "" and message in err and len(err.strip().splitlines()) == 1
     with TuningLog.open(db) as tlog:
         assert tlog.list_jobs() == []

@@ -1,6 +1,7 @@
 """CPU kernels ktune tunes for real on machines without a GPU (C with OpenMP, see ``c/``).
 
-``get(name)`` returns the host operator registered under ``name`` (``cpu_matmul``);
+``get(name)`` returns the host operator registered under ``name`` (``cpu_matmul``,
+``cpu_conv2d``);
 ``names()`` lists them. Their names differ from the GPU operators', so a CPU's tuned configs
 never answer a GPU kernel's lookup.
 """
@@ -15,6 +16,7 @@ __all__ = ["CSource", "HostLimits", "HostOperator", "get", "names"]
 # name -> "module:Class", imported on first use
 REGISTRY: dict[str, str] = {
     "cpu_matmul": "search_space.operators.host.matmul:CpuMatmul",
+    "cpu_conv2d": "search_space.operators.host.conv2d:CpuConv2d",
 }
 
 

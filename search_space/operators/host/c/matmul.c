@@ -6,8 +6,8 @@
  *   UNROLL_K                unroll factor of the reduction loop;
  *   PACK_B                  1: copy each TILE_K x TILE_J panel of B to a contiguous buffer;
  *   THREADS                 OpenMP threads, each taking whole TILE_I row blocks of C.
- * and the problem as M, N, K, REAL and KERNEL_NAME. Edges that a micro block overruns take a
- * bounds-checked path, so every shape is computed exactly. Returns 0, or 1 when a thread could
+ * and the problem as M, N, K, REAL and KERNEL_NAME. A register block that a tile's edge cuts
+ * runs with its real size, so every shape is computed exactly. Returns 0, or 1 when a thread could
  * not allocate its B panel.
  */
 #include <stdlib.h>
@@ -17,35 +17,28 @@
 #define KT_UNROLL(n) _Pragma(KT_STR(GCC unroll n))
 #define KT_MIN(a, b) ((a) < (b) ? (a) : (b))
 
-static inline void kt_block(const REAL *restrict a, const REAL *restrict b, REAL *restrict c, int kn, int ldb)
+/* A register block of ni <= MICRO_I rows x nj <= MICRO_J columns of C. Always inlined: called
+ * with ni, nj = MICRO_I, MICRO_J the compiler specialises it to fixed trip counts (the
+ * vectorised fast path); at a tile's edge it runs with the block's real size. */
+static inline __attribute__((always_inline)) void kt_block(const REAL *restrict a, const REAL *restrict b,
+                                                           REAL *restrict c, int kn, int ldb, int ni, int nj)
 {
     REAL acc[MICRO_I][MICRO_J];
-    for (int ii = 0; ii < MICRO_I; ii++)
-        for (int jj = 0; jj < MICRO_J; jj++)
+    for (int ii = 0; ii < ni; ii++)
+        for (int jj = 0; jj < nj; jj++)
             acc[ii][jj] = c[ii * N + jj];
     KT_UNROLL(UNROLL_K)
     for (int k = 0; k < kn; k++) {
         const REAL *restrict brow = b + (size_t)k * ldb;
-        for (int ii = 0; ii < MICRO_I; ii++) {
+        for (int ii = 0; ii < ni; ii++) {
             const REAL av = a[(size_t)ii * K + k];
-            for (int jj = 0; jj < MICRO_J; jj++)
+            for (int jj = 0; jj < nj; jj++)
                 acc[ii][jj] += av * brow[jj];
         }
     }
-    for (int ii = 0; ii < MICRO_I; ii++)
-        for (int jj = 0; jj < MICRO_J; jj++)
-            c[ii * N + jj] = acc[ii][jj];
-}
-
-static void kt_edge(const REAL *restrict a, const REAL *restrict b, REAL *restrict c, int kn, int ldb, int ni, int nj)
-{
     for (int ii = 0; ii < ni; ii++)
-        for (int jj = 0; jj < nj; jj++) {
-            REAL s = c[ii * N + jj];
-            for (int k = 0; k < kn; k++)
-                s += a[(size_t)ii * K + k] * b[(size_t)k * ldb + jj];
-            c[ii * N + jj] = s;
-        }
+        for (int jj = 0; jj < nj; jj++)
+            c[ii * N + jj] = acc[ii][jj];
 }
 
 int KERNEL_NAME(const REAL *restrict A, const REAL *restrict B, REAL *restrict C)
@@ -82,9 +75,9 @@ int KERNEL_NAME(const REAL *restrict A, const REAL *restrict B, REAL *restrict C
                         REAL *c = C + (size_t)i * N + j0;
                         for (int j = 0; j < jn; j += MICRO_J) {
                             if (i + MICRO_I <= iend && j + MICRO_J <= jn)
-                                kt_block(a, bt + j, c + j, kn, ldb);
+                                kt_block(a, bt + j, c + j, kn, ldb, MICRO_I, MICRO_J);
                             else
-                                kt_edge(a, bt + j, c + j, kn, ldb, KT_MIN(MICRO_I, iend - i), KT_MIN(MICRO_J, jn - j));
+                                kt_block(a, bt + j, c + j, kn, ldb, KT_MIN(MICRO_I, iend - i), KT_MIN(MICRO_J, jn - j));
                         }
                     }
                 }
