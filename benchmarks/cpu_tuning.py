@@ -118,8 +118,9 @@ def main(argv: list[str] | None = None) -> int:
                     curves.setdefault(label, []).append(curve)
                     costs.setdefault(label, []).append((tuner_ms, wall_s))
             best = min(c[-1] for runs in curves.values() for c in runs)
-            blas = numpy_ms(shape, args.dtype, tmp) if args.op == "cpu_matmul" else float("nan")
-            print(f"\n{shape} {args.layout} ({args.dtype}): best found {best:.4f} ms; numpy (BLAS) {blas:.4f} ms\n")
+            blas = numpy_ms(shape, args.dtype, tmp) if args.op == "cpu_matmul" else None
+            scale = f"; numpy (BLAS) {blas:.4f} ms" if blas else ""
+            print(f"\n{shape} {args.layout} ({args.dtype}): best found {best:.4f} ms{scale}\n")
             heads = " | ".join(f"@{k}" for k in marks)
             print(f"| strategy | {heads} | best tuned / numpy | tuner ms/meas. | wall s/meas. |")
             print("|---|" + "---|" * (len(marks) + 3))
@@ -128,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
                 tuned = min(r[-1] for r in runs)
                 tuner = statistics.median(c[0] for c in costs[strategy])
                 wall = statistics.median(c[1] for c in costs[strategy])
-                print(f"| {strategy} | {cells} | {tuned / blas:.2f} | {tuner:.1f} | {wall:.2f} |")
+                print(f"| {strategy} | {cells} | {f'{tuned / blas:.2f}' if blas else '-'} | {tuner:.1f} | {wall:.2f} |")
             if "random" in curves:
                 print("\nratio to random search at the same k (median over seeds; below 1 is better):\n")
                 print(f"| strategy | {heads} |")
