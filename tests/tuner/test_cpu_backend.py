@@ -11,8 +11,9 @@ import pytest
 from search_space.operators import OperatorError
 from search_space.operators.host import HostLimits
 from search_space.operators.host import get as get_host
+from search_space.workload import Workload
 from tests.tuner.host_planted import Planted
-from tuner.measure.base import BackendError, Status
+from tuner.measure.base import BackendError, Measurement, Status
 from tuner.measure.host_backend import CpuBackend
 from tuner.measure.host_detect import cpu_spec
 from tuner.measure.timing import TimingSettings
@@ -54,18 +55,22 @@ def test_compiled_libraries_are_removed_on_close() -> None:
     assert not workdir.exists()
 
 
+def measure_sample(name: str, workload: Workload, n: int, seed: int) -> tuple[list[Measurement], CpuBackend]:
+    """``n`` configs of the operator's space for this CPU, drawn with ``seed``, measured."""
+    op = get_host(name)
+    space = op.space(workload, HostLimits.from_spec(cpu_spec()))
+    picks = np.random.default_rng(seed).choice(len(space), n, replace=False)
+    backend = CpuBackend(name, workload, settings=QUICK)
+    try:
+        return backend.measure([space.config(int(i)) for i in picks]), backend
+    finally:
+        backend.close()
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_matmul_configs_compute_the_product_on_odd_shapes(dtype: str) -> None:
     """Sampled configs of cpu_matmul, on a shape no tile divides, all pass the reference check."""
-    op = get_host("cpu_matmul")
-    workload = op.workload("37x53x29", dtype)
-    space = op.space(workload, HostLimits.from_spec(cpu_spec()))
-    picks = np.random.default_rng(0).choice(len(space), 12, replace=False)
-    backend = CpuBackend("cpu_matmul", workload, settings=QUICK)
-    try:
-        results = backend.measure([space.config(int(i)) for i in picks])
-    finally:
-        backend.close()
+    results, backend = measure_sample("cpu_matmul", get_host("cpu_matmul").workload("37x53x29", dtype), 12, 0)
     assert [r.status for r in results] == [Status.OK] * len(results), [r.error for r in results]
     assert all(r.extra["max_error_ratio"] <= 1.0 and r.compile_ms > 0 for r in results)
     assert backend.spec["name"] == cpu_spec()["name"] and backend.spec["compiler"]
@@ -74,22 +79,15 @@ def test_matmul_configs_compute_the_product_on_odd_shapes(dtype: str) -> None:
 @pytest.mark.parametrize(
     ("shape", "layout"),
     [
-        ("2x5x13x11x6x3x3", "NCHW_pad1x1"),  # padding: every edge path
+        ("2x5x13x11x6x3x3", "NCHW_pad1x1"),  # padding
         ("1x4x17x19x5x3x2x2x1x0x1x2x1", "NCHW"),  # stride, padding, dilation, uneven
         ("1x3x9x9x7x1x1", "NCHW"),  # a 1x1 filter
     ],
 )
 def test_conv2d_configs_compute_the_convolution(shape: str, layout: str) -> None:
     """Sampled configs of cpu_conv2d on awkward convolutions all pass the reference check."""
-    op = get_host("cpu_conv2d")
-    workload = op.workload(shape, "float32", layout)
-    space = op.space(workload, HostLimits.from_spec(cpu_spec()))
-    picks = np.random.default_rng(1).choice(len(space), 10, replace=False)
-    backend = CpuBackend("cpu_conv2d", workload, settings=QUICK)
-    try:
-        results = backend.measure([space.config(int(i)) for i in picks])
-    finally:
-        backend.close()
+    workload = get_host("cpu_conv2d").workload(shape, "float32", layout)
+    results, _ = measure_sample("cpu_conv2d", workload, 10, 1)
     assert [r.status for r in results] == [Status.OK] * len(results), [r.error for r in results]
 
 
