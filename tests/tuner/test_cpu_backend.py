@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -136,3 +138,30 @@ def test_the_cpu_spec_reads_cpuinfo_and_caches(tmp_path: Path) -> None:
     assert spec["name"].startswith("Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz (") and spec["name"].endswith(" cores)")
     assert (spec["vendor"], spec["vector_bytes"], spec["vector_registers"]) == ("Intel", 32, 16)
     assert (spec["l1d_bytes"], spec["l2_bytes"], spec["l3_bytes"]) == (32 << 10, 1 << 20, 32 << 20)
+
+
+def test_two_jobs_never_time_kernels_at_the_same_moment() -> None:
+    """Two backends (two runner slots) measuring at once take turns: each batch's span is
+    disjoint from the other's."""
+    op = Planted()
+    backends = [CpuBackend(op, op.workload("1000"), settings=QUICK) for _ in range(2)]
+    spans: list[tuple[float, float]] = []
+
+    def measure(backend: CpuBackend) -> None:
+        for _ in range(3):
+            started = time.monotonic()
+            assert backend.measure([{"behaviour": "spin"}])[0].status is Status.OK
+            spans.append((started, time.monotonic()))
+
+    try:
+        threads = [threading.Thread(target=measure, args=(b,)) for b in backends]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        for b in backends:
+            b.close()
+    # sorted by start, each batch that waited for the lock ends after the previous one ended
+    ends = [end for _, end in sorted(spans)]
+    assert len(ends) == 6 and ends == sorted(ends)

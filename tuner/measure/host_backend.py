@@ -4,19 +4,25 @@ Measurement runs in one worker process (:class:`~tuner.measure.pool.WorkerPool`;
 crashes or hangs takes only the worker down) built by
 :func:`~tuner.measure.host_worker.make_host_measurer`. One worker, not one per core: kernels
 use the cores themselves (the ``threads`` knob), and two measurements at once would disturb
-each other's times. Compiled libraries live in a temporary directory removed on close.
+each other's times; for the same reason every CPU backend on the machine measures its batches
+one at a time (:func:`machine_lock`). Compiled libraries live in a temporary directory removed
+on close.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import shutil
 import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from search_space.operators.host import HostOperator
+from search_space.parameters import Config
 from search_space.workload import Workload
-from tuner.measure.base import BackendError
+from tuner.measure.base import BackendError, Measurement
 from tuner.measure.host_worker import (
     Compiler,
     HostMeasureSpec,
@@ -36,6 +42,27 @@ def compiler_unavailable(compiler: Compiler | None = None) -> str | None:
     if shutil.which(compiler.command[0]) is None:
         return f"no C compiler: {compiler.command[0]!r} not found (install gcc or clang, or name one with KTUNE_CC)"
     return None
+
+
+#: held (``flock``) while a batch is measured, by every CPU backend of every process here
+LOCK_PATH = Path(tempfile.gettempdir()) / "ktune-cpu-measure.lock"
+
+
+@contextlib.contextmanager
+def machine_lock() -> Iterator[None]:
+    """One CPU measurement at a time on this machine: two jobs timing kernels on the same cores
+    at once (two runner slots, two workers) would each measure the other's load."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock
+        yield
+        return
+    with open(LOCK_PATH, "a+") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 class CpuBackend(PooledBackend):
@@ -70,6 +97,10 @@ class CpuBackend(PooledBackend):
     @property
     def device_name(self) -> str:
         return str(self.spec.get("name", "unknown CPU"))
+
+    def measure(self, configs: Sequence[Config]) -> list[Measurement]:
+        with machine_lock():
+            return super().measure(configs)
 
     def close(self) -> None:
         super().close()
