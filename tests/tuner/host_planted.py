@@ -1,5 +1,5 @@
 """A host operator whose one knob plants a behaviour in its C kernel: a kernel that is fast,
-slow, busy for a while, wrong, crashes, hangs, returns an error, or does not compile. Importable by the CPU
+slow, wrong, crashes, hangs, returns an error, or does not compile. Importable by the CPU
 backend's spawned worker (it is pickled into the worker's spec)."""
 
 from __future__ import annotations
@@ -12,12 +12,11 @@ from search_space.parameters import Config, Parameter
 from search_space.space import SearchSpace
 from search_space.workload import Workload
 
-BEHAVIOURS = ("copy", "slow_copy", "spin", "wrong", "segfault", "hang", "fails", "syntax")
+BEHAVIOURS = ("copy", "slow_copy", "wrong", "segfault", "hang", "fails", "syntax")
 
 _BODIES = {
     "copy": "for (int i = 0; i < LEN; i++) y[i] = x[i]; return 0;",
     "slow_copy": "for (int r = 0; r < 200; r++) for (int i = 0; i < LEN; i++) y[i] = x[i] + (REAL)(r - r); return 0;",
-    "spin": "for (volatile long i = 0; i < 20000000; i++) {} for (int i = 0; i < LEN; i++) y[i] = x[i]; return 0;",
     "wrong": "for (int i = 0; i < LEN; i++) y[i] = x[i] + 1; return 0;",
     "segfault": "volatile int *p = 0; *p = 1; return 0;",
     "hang": "for (volatile int i = 0; ; i++) {} return 0;",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shutil
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +15,7 @@ from search_space.operators.host import get as get_host
 from search_space.workload import Workload
 from tests.tuner.host_planted import Planted
 from tuner.measure.base import BackendError, Measurement, Status
-from tuner.measure.host_backend import CpuBackend
+from tuner.measure.host_backend import CpuBackend, machine_lock
 from tuner.measure.host_detect import cpu_spec
 from tuner.measure.timing import TimingSettings
 
@@ -140,28 +139,19 @@ def test_the_cpu_spec_reads_cpuinfo_and_caches(tmp_path: Path) -> None:
     assert (spec["l1d_bytes"], spec["l2_bytes"], spec["l3_bytes"]) == (32 << 10, 1 << 20, 32 << 20)
 
 
-def test_two_jobs_never_time_kernels_at_the_same_moment() -> None:
-    """Two backends (two runner slots) measuring at once take turns: each batch's span is
-    disjoint from the other's."""
+def test_a_batch_waits_while_another_job_measures_on_this_machine() -> None:
+    """Two jobs (two runner slots, two workers) take turns: while the machine's CPU
+    measurement lock is held elsewhere, a batch does not start."""
     op = Planted()
-    backends = [CpuBackend(op, op.workload("1000"), settings=QUICK) for _ in range(2)]
-    spans: list[tuple[float, float]] = []
-
-    def measure(backend: CpuBackend) -> None:
-        for _ in range(3):
-            started = time.monotonic()
-            assert backend.measure([{"behaviour": "spin"}])[0].status is Status.OK
-            spans.append((started, time.monotonic()))
-
+    backend = CpuBackend(op, op.workload("1000"), settings=QUICK)
+    results: list[Status] = []
     try:
-        threads = [threading.Thread(target=measure, args=(b,)) for b in backends]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        with machine_lock():  # another job is measuring
+            thread = threading.Thread(target=lambda: results.extend(m.status for m in backend.measure([{"behaviour": "copy"}])))
+            thread.start()
+            thread.join(1.0)
+            assert thread.is_alive() and results == []
+        thread.join(30)
+        assert results == [Status.OK]
     finally:
-        for b in backends:
-            b.close()
-    # sorted by start, each batch that waited for the lock ends after the previous one ended
-    ends = [end for _, end in sorted(spans)]
-    assert len(ends) == 6 and ends == sorted(ends)
+        backend.close()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -57,12 +58,15 @@ def machine_lock() -> Iterator[None]:
     except ImportError:  # not POSIX: no lock
         yield
         return
-    with open(LOCK_PATH, "a+") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    try:  # any user's processes share it: created writable for all, locked through any open mode
+        fd = os.open(LOCK_PATH, os.O_RDONLY | os.O_CREAT, 0o666)
+    except OSError:
+        fd = os.open(LOCK_PATH, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 class CpuBackend(PooledBackend):
