@@ -58,8 +58,8 @@ def machine_lock() -> Iterator[None]:
     except ImportError:  # not POSIX: no lock
         yield
         return
-    try:  # any user's processes share it: created writable for all, locked through any open mode
-        fd = os.open(LOCK_PATH, os.O_RDONLY | os.O_CREAT, 0o666)
+    try:  # every user's processes share it: flock needs only a read-only descriptor
+        fd = os.open(LOCK_PATH, os.O_RDONLY | os.O_CREAT, 0o644)
     except OSError:
         fd = os.open(LOCK_PATH, os.O_RDONLY)
     try:
