@@ -248,6 +248,11 @@ class ShapedOperator:
     dims: ClassVar[tuple[str, ...]] = ()
     summary: ClassVar[str] = ""
 
+    @property
+    def shape_form(self) -> str:
+        """How a shape is written, e.g. ``MxNxK``."""
+        return "x".join(self.dims)
+
     # --- workloads
 
     def workload(self, shape: Sequence[int] | str, dtype: str = "float32", layout: str = "") -> Workload:

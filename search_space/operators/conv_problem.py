@@ -47,6 +47,10 @@ class ConvProblem(ShapedOperator):
     layouts: ClassVar[tuple[str, ...]] = ("NCHW", "NHWC")
     dims: ClassVar[tuple[str, ...]] = ("N", "C", "H", "W", "K", "R", "S", "SH", "SW", "DH", "DW")
 
+    @property
+    def shape_form(self) -> str:
+        return "NxCxHxWxKxRxS[xSHxSW[xPHxPW[xDHxDW]]]"
+
     def workload(self, shape: Sequence[int] | str, dtype: str = "float32", layout: str = "") -> Workload:
         """Accepts 7 numbers (N..S), 9 (+ stride), 13 (+ padding, dilation) or the canonical 11
         (N..S, stride, dilation; padding from a layout like ``NCHW_pad1x1``)."""

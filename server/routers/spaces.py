@@ -1,4 +1,4 @@
-"""``GET /v1/spaces`` and ``GET /v1/strategies``: what jobs can tune, and how."""
+"""``GET /v1/spaces``, ``GET /v1/operators`` and ``GET /v1/strategies``: what jobs can tune, and how."""
 
 from __future__ import annotations
 
@@ -7,10 +7,19 @@ import logging
 from fastapi import APIRouter
 
 from search_space.formats import FormatError
-from server.deps import CatalogDep, LogDep, Reader
+from search_space.operators.listing import all_operators
+from server.deps import CatalogDep, LogDep, Reader, SettingsDep
 from server.errors import ERRORS
-from server.schemas.catalog import ParameterOut, RecordingOut, SpacesOut, StrategyOut, WorkloadOut
+from server.schemas.catalog import (
+    OperatorOut,
+    ParameterOut,
+    RecordingOut,
+    SpacesOut,
+    StrategyOut,
+    WorkloadOut,
+)
 from tuner import strategies as registry
+from tuner.measure.host_backend import compiler_unavailable
 
 __all__ = ["router"]
 
@@ -59,6 +68,19 @@ def spaces(_: Reader, tlog: LogDep, catalog: CatalogDep) -> SpacesOut:
         for w in tlog.list_workloads()
     ]
     return SpacesOut(recordings=recordings, workloads=workloads)
+
+
+@router.get("/operators", responses={401: ERRORS[401]}, summary="Operators jobs can tune, GPU and CPU")
+def operators(_: Reader, settings: SettingsDep) -> list[OperatorOut]:
+    no_ray = None if settings.ray_address else "GPU operators run on a Ray cluster: start the server with KTUNE_RAY_ADDRESS"
+    no_cc = compiler_unavailable()
+    out = []
+    for info in all_operators():
+        reason = no_ray if info.device == "gpu" else no_cc
+        out.append(OperatorOut(name=info.name, device=info.device, summary=info.summary, shape=info.shape,
+                               dtypes=list(info.dtypes), layouts=list(info.layouts), available=reason is None,
+                               reason=reason))
+    return out
 
 
 @router.get("/strategies", responses={401: ERRORS[401]}, summary="Search strategies jobs can use")

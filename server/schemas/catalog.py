@@ -1,4 +1,4 @@
-"""Models of ``/v1/devices``, ``/v1/spaces`` and ``/v1/strategies``."""
+"""Models of ``/v1/devices``, ``/v1/spaces``, ``/v1/operators`` and ``/v1/strategies``."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 __all__ = [
     "DeviceOut",
     "DevicePage",
+    "OperatorOut",
     "ParameterOut",
     "RecordingOut",
     "SpacesOut",
@@ -58,6 +59,19 @@ class WorkloadOut(BaseModel):
 class SpacesOut(BaseModel):
     recordings: list[RecordingOut]
     workloads: list[WorkloadOut]
+
+
+class OperatorOut(BaseModel):
+    """An operator ``POST /v1/jobs`` may name, and whether this server takes its jobs now."""
+
+    name: str
+    device: str = Field(description="gpu (measured on the Ray cluster's GPUs) or cpu (on a runner's CPU)")
+    summary: str
+    shape: str = Field(description="how the job's shape is written, e.g. MxNxK")
+    dtypes: list[str]
+    layouts: list[str] = Field(description="the first is the default; an empty string: none")
+    available: bool = Field(description="this server accepts jobs of the operator")
+    reason: str | None = Field(None, description="why it does not, when it does not")
 
 
 class StrategyOut(BaseModel):

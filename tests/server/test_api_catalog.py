@@ -1,4 +1,4 @@
-"""Devices, spaces, strategies, health, metrics, the OpenAPI schema and the dashboard's files."""
+"""Devices, spaces, operators, strategies, health, metrics, the OpenAPI schema and the dashboard's files."""
 
 from __future__ import annotations
 
@@ -45,6 +45,23 @@ def test_strategies(client: TestClient) -> None:
     listed = client.get("/v1/strategies").json()
     assert {"random", "optuna", "auto"} <= {s["name"] for s in listed}
     assert [s["name"] for s in listed if s["default"]] == ["auto"]
+
+
+def test_operators_say_where_they_run_and_whether_this_server_takes_them(db_url: str, monkeypatch) -> None:
+    monkeypatch.setenv("KTUNE_CC", "no-such-cc")
+    for client in make_client(db_url, runner_concurrency=0):
+        listed = {o["name"]: o for o in client.get("/v1/operators").json()}
+        assert {"matmul", "conv2d", "cpu_matmul", "cpu_conv2d"} <= set(listed)
+        matmul, conv = listed["matmul"], listed["cpu_conv2d"]
+        assert (matmul["device"], matmul["shape"], matmul["dtypes"]) == ("gpu", "MxNxK", ["float32", "float16"])
+        assert not matmul["available"] and "KTUNE_RAY_ADDRESS" in matmul["reason"]
+        assert conv["device"] == "cpu" and conv["layouts"] == ["NCHW"] and conv["shape"].startswith("NxCxHxWxKxRxS[")
+        assert not conv["available"] and "no C compiler" in conv["reason"]
+    monkeypatch.delenv("KTUNE_CC")
+    for client in make_client(db_url, runner_concurrency=0, ray_address="ray://head:10001"):
+        listed = {o["name"]: o for o in client.get("/v1/operators").json()}
+        assert listed["matmul"]["available"] and listed["matmul"]["reason"] is None
+        assert listed["cpu_matmul"]["available"] == (shutil.which("cc") is not None)
 
 
 def test_metrics_count_what_the_log_holds(client: TestClient, tlog: TuningLog) -> None:

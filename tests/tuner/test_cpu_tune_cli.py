@@ -107,3 +107,11 @@ def test_a_compiler_that_cannot_build_kernels_stops_before_the_job(capsys, monke
     assert code == 1 and out == "" and err.startswith(message) and len(err.strip().splitlines()) == 1
     with TuningLog.open(db) as tlog:
         assert tlog.list_jobs() == []
+
+
+def test_operators_lists_gpu_and_cpu_kernels_with_their_shapes(capsys) -> None:
+    code, out, _ = ktune(capsys, "operators")
+    rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.count("│") > 2}
+    assert code == 0 and {"matmul", "conv2d", "cpu_matmul", "cpu_conv2d"} <= set(rows)
+    assert "cpu" in rows["cpu_conv2d"] and "NxCxHxWxKxRxS[xSHxSW[xPHxPW[xDHxDW]]]" in rows["cpu_conv2d"]
+    assert "float32, float64" in rows["cpu_matmul"] and "gpu" in rows["matmul"]

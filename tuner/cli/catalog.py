@@ -1,15 +1,17 @@
-"""Commands that list what ktune can tune with: ``strategies`` and ``spaces``."""
+"""Commands that list what ktune can tune with: ``strategies``, ``operators`` and ``spaces``."""
 
 from __future__ import annotations
 
+from rich.markup import escape
 from rich.table import Table
 
 from search_space.formats import load_cache
+from search_space.operators.listing import all_operators
 from tuner import strategies as registry
 from tuner.cli.common import DbOption, open_log, out
 from tuner.sources import bundled_recordings
 
-__all__ = ["strategies", "spaces"]
+__all__ = ["operators", "spaces", "strategies"]
 
 
 def strategies() -> None:
@@ -21,6 +23,16 @@ def strategies() -> None:
         except registry.StrategyError as exc:
             summary = f"unavailable: {exc}"
         table.add_row(f"{name} (default)" if name == registry.DEFAULT else name, summary)
+    out.print(table)
+
+
+def operators() -> None:
+    """Operators ktune tunes for real: on a GPU (ktune tune --op NAME, or a Ray cluster) or on this CPU."""
+    table = Table("operator", "runs on", "shape (--shape)", "dtypes", "layouts", "what it computes")
+    for info in all_operators():
+        cells = (info.name, info.device, info.shape, ", ".join(info.dtypes),
+                 ", ".join(x for x in info.layouts if x) or "-", info.summary)
+        table.add_row(*(escape(c) for c in cells))  # shapes hold [optional] parts, not markup
     out.print(table)
 
 
