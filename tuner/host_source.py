@@ -48,6 +48,9 @@ def local_cpu() -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class HostSource(MeasuredSource):
+    """A host operator's space on this machine's CPU (``spec``: :func:`local_cpu`), measured by
+    the ``cpu`` backend with ``settings`` and a ``timeout_s`` per measurement."""
+
     backend_name: ClassVar[str] = "cpu"
     unnamed: ClassVar[str] = "unknown CPU"
     operator: HostOperator
