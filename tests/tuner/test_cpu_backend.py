@@ -155,3 +155,15 @@ def test_a_batch_waits_while_another_job_measures_on_this_machine() -> None:
         assert results == [Status.OK]
     finally:
         backend.close()
+
+
+def test_an_unreadable_lock_file_does_not_stop_measuring(monkeypatch, tmp_path: Path) -> None:
+    from tuner.measure import host_backend
+
+    monkeypatch.setattr(host_backend, "LOCK_PATH", tmp_path / "missing-dir" / "lock")
+    op = Planted()
+    backend = CpuBackend(op, op.workload("100"), settings=QUICK)
+    try:
+        assert backend.measure([{"behaviour": "copy"}])[0].status is Status.OK
+    finally:
+        backend.close()

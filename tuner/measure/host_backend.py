@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
 import shutil
 import tempfile
@@ -34,7 +35,9 @@ from tuner.measure.pool import Factory, WorkerPool
 from tuner.measure.pooled import PooledBackend
 from tuner.measure.timing import TimingSettings
 
-__all__ = ["CpuBackend", "compiler_unavailable"]
+__all__ = ["CpuBackend", "compiler_unavailable", "machine_lock"]
+
+log = logging.getLogger(__name__)
 
 
 def compiler_unavailable(compiler: Compiler | None = None) -> str | None:
@@ -58,15 +61,27 @@ def machine_lock() -> Iterator[None]:
     except ImportError:  # not POSIX: no lock
         yield
         return
-    try:  # every user's processes share it: flock needs only a read-only descriptor
-        fd = os.open(LOCK_PATH, os.O_RDONLY | os.O_CREAT, 0o644)
-    except OSError:
-        fd = os.open(LOCK_PATH, os.O_RDONLY)
+    fd = _open_lock()
+    if fd is None:
+        log.warning("cannot open %s: measuring without the machine's CPU lock", LOCK_PATH)
+        yield
+        return
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
         os.close(fd)  # releases the lock
+
+
+def _open_lock() -> int | None:
+    """A descriptor of the lock file (every user's processes share it, and flock needs only a
+    read-only descriptor), or None when it can be neither created nor read here."""
+    for flags in (os.O_RDONLY | os.O_CREAT, os.O_RDONLY):
+        try:
+            return os.open(LOCK_PATH, flags, 0o644)
+        except OSError:
+            continue
+    return None
 
 
 class CpuBackend(PooledBackend):
