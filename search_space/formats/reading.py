@@ -25,9 +25,10 @@ _GZIP_MAGIC = b"\x1f\x8b"
 MISSING: Any = object()
 
 
-def format_error(path: Path, problem: str) -> FormatError:
-    """A one-line :class:`FormatError` naming ``path`` (``problem`` kept apart, without it)."""
-    return FormatError(_one_line(f"{path}: {problem}"), _one_line(problem))
+def format_error(path: Path, problem: str, kind: type[FormatError] = FormatError) -> FormatError:
+    """A one-line :class:`FormatError` (or subclass ``kind``) naming ``path`` (``problem`` kept
+    apart, without it)."""
+    return kind(_one_line(f"{path}: {problem}"), _one_line(problem))
 
 
 def _one_line(text: str) -> str:

@@ -45,7 +45,7 @@ from search_space.formats.writing import first_by_config, replace_atomically
 from search_space.parameters import Parameter
 from search_space.space import SearchSpace
 
-__all__ = ["STATUS_BY_INVALIDITY", "is_t4_file", "load_t4", "looks_like_t4", "write_t4"]
+__all__ = ["STATUS_BY_INVALIDITY", "NotT4Error", "is_t4_file", "load_t4", "looks_like_t4", "write_t4"]
 
 #: T4's ``invalidity`` -> ktune's trial status
 STATUS_BY_INVALIDITY = {
@@ -135,19 +135,24 @@ def load_t4(path: str | Path, spec: T1Spec, device_name: str) -> RecordedSpace:
     )
 
 
+class NotT4Error(FormatError):
+    """The file is not a T4 results document at all (not JSON, or JSON of another shape, such
+    as a Kernel Tuner cache), as opposed to a T4 document with a bad result."""
+
+
 def _parse(path: Path, raw: bytes) -> dict[str, Any]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise format_error(path, "not UTF-8 text, so not a T4 results file") from None
+        raise format_error(path, "not UTF-8 text, so not a T4 results file", NotT4Error) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise format_error(path, f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+        raise format_error(path, f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", NotT4Error) from None
     except (ValueError, RecursionError):  # an int with too many digits; nesting too deep
-        raise format_error(path, "not a T4 results file: the JSON cannot be read as numbers and objects") from None
+        raise format_error(path, "not a T4 results file: the JSON cannot be read as numbers and objects", NotT4Error) from None
     if not looks_like_t4(data):
-        raise format_error(path, "not a T4 results file (a JSON object with schema_version and results)")
+        raise format_error(path, "not a T4 results file (a JSON object with schema_version and results)", NotT4Error)
     return data  # type: ignore[no-any-return]
 
 

@@ -10,14 +10,14 @@ import typer
 
 from search_space.formats import FormatError, RecordedSpace, load_cache, load_t1, write_cache
 from search_space.formats.kernel_tuner import renamed
-from search_space.formats.t4 import is_t4_file, load_t4, write_t4
+from search_space.formats.t4 import NotT4Error, is_t4_file, load_t4, write_t4
 from search_space.parameters import Parameter
 from tuner.cli.common import CliError, DbOption, check_output, open_log, out
 from tuner.exporting import export_parameters
 from tuner.importing import import_recording
 from tuner.sources import resolve_recording
 
-__all__ = ["ExportFormat", "import_", "export"]
+__all__ = ["ExportFormat", "export", "import_"]
 
 
 class ExportFormat(str, Enum):
@@ -57,11 +57,13 @@ def _recording(path: Path, spec: Path | None, device: str | None) -> RecordedSpa
     if device is not None and not device.strip():
         raise CliError("--device must not be empty")
     if spec is not None:
-        if not is_t4_file(path):
-            raise CliError(f"--spec is for T4 results files; {path.name} is not one (a Kernel Tuner cache names its own space)")
+        not_t4 = f"--spec is for T4 results files; {path.name} is not one (a Kernel Tuner cache names its own space)"
         if device is None:
-            raise CliError("a T4 results file needs both --spec T1.json and --device NAME")
-        return load_t4(path, load_t1(spec), device)
+            raise CliError(not_t4 if not is_t4_file(path) else "a T4 results file needs both --spec T1.json and --device NAME")
+        try:
+            return load_t4(path, load_t1(spec), device)
+        except NotT4Error:
+            raise CliError(not_t4) from None
     try:
         rec = load_cache(path)
     except FormatError:
