@@ -8,6 +8,7 @@ the machine and the space are the ones it started with.
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import tempfile
 from collections.abc import Callable, Sequence
@@ -20,6 +21,8 @@ from search_space.space import SearchSpace
 from search_space.workload import Workload
 from tuner.measure.base import BackendError
 from tuner.measure.host_backend import CpuBackend, compiler_unavailable
+from tuner.measure.host_detect import cpu_spec
+from tuner.measure.host_worker import Compiler, CompilerError, compiler_from_env
 from tuner.measure.timing import TimingSettings
 from tuner.sources import MeasuredSource, SourceError, check_unchanged, restrict
 
@@ -30,20 +33,24 @@ def local_cpu() -> dict[str, Any]:
     """This machine's CPU spec, with the C compiler's version (recorded with every trial).
     A :class:`BackendError` when no compiler here builds the kernels (checked by building a
     small one), so that a job is refused before it is created."""
-    from tuner.measure.host_detect import cpu_spec
-    from tuner.measure.host_worker import CompilerError, compiler_from_env
-
-    reason = compiler_unavailable()
+    compiler = compiler_from_env()
+    reason = compiler_unavailable(compiler)
     if reason:
         raise BackendError(reason)
-    compiler = compiler_from_env()
+    return {**cpu_spec(), "compiler": _checked_version(compiler)}
+
+
+@functools.cache
+def _checked_version(compiler: Compiler) -> str:
+    """The compiler's version once it has built a small OpenMP library: once per process and
+    compiler, not for every job a server accepts or a runner opens (a failure is not kept)."""
     try:
         version = compiler.version()
         with tempfile.TemporaryDirectory(prefix="ktune-cc-") as directory:
             compiler.probe(Path(directory))
     except (OSError, subprocess.SubprocessError, CompilerError) as exc:
         raise BackendError(str(exc)) from None
-    return {**cpu_spec(), "compiler": version}
+    return version
 
 
 @dataclass(frozen=True)
