@@ -58,10 +58,6 @@ class CupyBackend(PooledBackend):
             raise
         self.timeout_s = timeout_s
 
-    @property
-    def device_name(self) -> str:
-        return str(self.spec.get("name", "unknown GPU"))
-
     def _check_same_gpu(self) -> None:
         """Start every Ray worker now and refuse a mix of GPUs: a job's times must be comparable."""
         for slot in self.pool.slots[1:]:

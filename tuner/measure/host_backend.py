@@ -86,6 +86,7 @@ def _open_lock() -> int | None:
 
 class CpuBackend(PooledBackend):
     name = "cpu"
+    unnamed = "unknown CPU"
 
     def __init__(
         self,
@@ -112,10 +113,6 @@ class CpuBackend(PooledBackend):
         except BackendError:
             shutil.rmtree(self.workdir, ignore_errors=True)
             raise
-
-    @property
-    def device_name(self) -> str:
-        return str(self.spec.get("name", "unknown CPU"))
 
     def measure(self, configs: Sequence[Config]) -> list[Measurement]:
         with machine_lock():

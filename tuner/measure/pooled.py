@@ -10,7 +10,7 @@ and ``extra``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from search_space.parameters import Config
 from tuner.measure.base import Backend, Measurement, Status
@@ -20,9 +20,17 @@ __all__ = ["PooledBackend"]
 
 
 class PooledBackend(Backend):
-    """Measures each config as one task of ``self.pool`` (set by the subclass)."""
+    """Measures each config as one task of ``self.pool``; the device is the one ``self.spec``
+    (the first worker's hello) names. Both are set by the subclass."""
 
     pool: SlotPool
+    spec: dict[str, Any]
+    #: the device name when the worker's spec has none
+    unnamed: ClassVar[str] = "unknown GPU"
+
+    @property
+    def device_name(self) -> str:
+        return str(self.spec.get("name", self.unnamed))
 
     def measure(self, configs: Sequence[Config]) -> list[Measurement]:
         return [self._measurement(c, r) for c, r in zip(configs, self.pool.map([dict(c) for c in configs]))]
