@@ -15,6 +15,7 @@ from search_space.operators.base import (
     Operator,
     OperatorError,
     Tolerance,
+    instantiate,
     parse_shape,
 )
 
@@ -47,13 +48,10 @@ def names() -> list[str]:
 
 def get(name: str) -> Operator:
     """The operator called ``name``; :class:`OperatorError` naming the choices otherwise."""
-    from importlib import import_module
-
     target = REGISTRY.get(name)
     if target is None:
         from search_space.operators import host
 
         raise OperatorError(f"unknown operator {name!r} (choose from: {', '.join(REGISTRY)}; "
                             f"on the CPU: {', '.join(host.names())})")
-    module, cls = target.split(":")
-    return getattr(import_module(module), cls)()
+    return instantiate(target)  # type: ignore[no-any-return]

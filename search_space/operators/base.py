@@ -36,6 +36,7 @@ __all__ = [
     "ShapedOperator",
     "Tolerance",
     "ceil_div",
+    "instantiate",
     "template",
 ]
 
@@ -365,6 +366,14 @@ def parse_shape(text: str) -> tuple[int, ...]:
     if not text.strip() or any(not re.fullmatch(r"[0-9]+", p) for p in parts):
         raise OperatorError(f"shape {text!r} is not like 4096x4096 (positive integers joined by x)")
     return tuple(int(p) for p in parts)  # zeros are the operator's to judge (conv padding)
+
+
+def instantiate(target: str) -> Any:
+    """An instance of the class a registry names as ``"module:Class"`` (imported on first use)."""
+    from importlib import import_module
+
+    module, cls = target.split(":")
+    return getattr(import_module(module), cls)()
 
 
 def template(name: str) -> str:

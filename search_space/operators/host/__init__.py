@@ -8,7 +8,7 @@ never answer a GPU kernel's lookup.
 
 from __future__ import annotations
 
-from search_space.operators.base import OperatorError
+from search_space.operators.base import OperatorError, instantiate
 from search_space.operators.host.base import CSource, HostLimits, HostOperator
 
 __all__ = ["CSource", "HostLimits", "HostOperator", "get", "names"]
@@ -26,10 +26,7 @@ def names() -> list[str]:
 
 def get(name: str) -> HostOperator:
     """The host operator called ``name``; :class:`OperatorError` naming the choices otherwise."""
-    from importlib import import_module
-
     target = REGISTRY.get(name)
     if target is None:
         raise OperatorError(f"unknown CPU operator {name!r} (choose from: {', '.join(REGISTRY)})")
-    module, cls = target.split(":")
-    return getattr(import_module(module), cls)()
+    return instantiate(target)  # type: ignore[no-any-return]
