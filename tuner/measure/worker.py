@@ -65,12 +65,15 @@ def time_gpu(run: Callable[[], Any], settings: TimingSettings, before: Callable[
     start, end = cp.cuda.Event(), cp.cuda.Event()
     runs = 0
 
-    def prepare() -> None:
+    def prepare() -> None:  # as before the shared loop: warm-ups, a sync, then flushed repeats
         nonlocal runs
+        timed_run = runs - settings.warmup
+        if timed_run == 0:
+            cp.cuda.Device().synchronize()
         if before is not None:
             before()
-        if flush is not None:
-            flush.fill(runs % 251)
+        if flush is not None and timed_run >= 0:
+            flush.fill(timed_run % 251)
         runs += 1
 
     def timed() -> float:
