@@ -36,6 +36,7 @@ from db import TuningLog  # noqa: E402
 from tuner.budget import Budget  # noqa: E402
 from tuner.host_source import HostSource  # noqa: E402
 from tuner.jobs import JobRequest, create_job, run_job  # noqa: E402
+from tuner.measure.host_detect import cpu_spec  # noqa: E402
 from tuner.measure.host_worker import compiler_from_env  # noqa: E402
 from tuner.measure.timing import TimingSettings, repeat_timed  # noqa: E402
 
@@ -100,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     marks = [k for k in (10, 20, 40, 60, 100, 200) if k < args.budget] + [args.budget]
     with tempfile.TemporaryDirectory(prefix="ktune-cpu-bench-") as directory:
         tmp = Path(directory)
-        print(f"device: {HostSource.open('cpu_matmul', '64x64x64').device_name}; {args.op}; {args.dtype}; "
+        print(f"device: {cpu_spec()['name']}; {args.op}; {args.dtype}; "
               f"{args.seeds} seeds x budget {args.budget}")
         template = None
         runs_of = [(name, name, None) for name in strategies]
