@@ -37,7 +37,8 @@ class SettingsError(ValueError):
 class Settings(BaseSettings):
     """Settings of ``ktune serve`` and ``ktune worker``; invalid values fail at start-up."""
 
-    model_config = SettingsConfigDict(env_prefix="KTUNE_", extra="ignore", frozen=True)
+    # an empty variable is an unset one (docker compose passes `${VAR:-}` as "")
+    model_config = SettingsConfigDict(env_prefix="KTUNE_", extra="ignore", frozen=True, env_ignore_empty=True)
 
     database_url: str | None = None
     api_tokens: Annotated[tuple[SecretStr, ...], NoDecode] = ()
