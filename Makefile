@@ -40,6 +40,7 @@ chromium:
 	fi
 
 test: setup-test chromium
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
 bench: setup-test

@@ -32,13 +32,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from db import TuningLog  # noqa: E402
-from tuner.budget import Budget  # noqa: E402
-from tuner.host_source import HostSource  # noqa: E402
-from tuner.jobs import JobRequest, create_job, run_job  # noqa: E402
-from tuner.measure.host_detect import cpu_spec  # noqa: E402
-from tuner.measure.host_worker import compiler_from_env  # noqa: E402
-from tuner.measure.timing import TimingSettings, repeat_timed  # noqa: E402
+from db import TuningLog
+from tuner.budget import Budget
+from tuner.host_source import HostSource
+from tuner.jobs import JobRequest, create_job, run_job
+from tuner.measure.host_detect import cpu_spec
+from tuner.measure.host_worker import compiler_from_env
+from tuner.measure.timing import TimingSettings, repeat_timed
 
 
 def run(op: str, shape: str, layout: str, dtype: str, strategy: str, seed: int, budget: int, tmp: Path,

@@ -31,15 +31,15 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.kt_simulation import KT_STRATEGIES, run_kernel_tuner  # noqa: E402
-from db import TuningLog  # noqa: E402
-from search_space.formats import load_cache  # noqa: E402
-from search_space.formats.kernel_tuner import RecordedSpace  # noqa: E402
-from tuner import strategies  # noqa: E402
-from tuner.budget import Budget  # noqa: E402
-from tuner.importing import import_recording  # noqa: E402
-from tuner.jobs import JobRequest, create_job, run_job  # noqa: E402
-from tuner.sources import ReplaySource  # noqa: E402
+from benchmarks.kt_simulation import KT_STRATEGIES, run_kernel_tuner
+from db import TuningLog
+from search_space.formats import load_cache
+from search_space.formats.kernel_tuner import RecordedSpace
+from tuner import strategies
+from tuner.budget import Budget
+from tuner.importing import import_recording
+from tuner.jobs import JobRequest, create_job, run_job
+from tuner.sources import ReplaySource
 
 CHECKPOINTS = (20, 50, 100, 200)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from db import LookupQuery, LookupResult
@@ -86,5 +86,5 @@ def utc_timestamp(moment: datetime) -> str:
     """ISO 8601 in UTC with a ``Z``, as the REST API writes every other time
     (``2026-11-24T12:25:02.747098Z``); a naive time is taken to be UTC, as the log stores it."""
     if moment.tzinfo is not None:
-        moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
+        moment = moment.astimezone(UTC).replace(tzinfo=None)
     return moment.isoformat() + "Z"

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Sequence
+from typing import Literal
 
 Value = int | float | str | bool
 Config = dict[str, Value]
 Kind = Literal["int", "float", "str", "bool"]
 
-__all__ = ["Value", "Config", "Kind", "Parameter", "ParameterError"]
+__all__ = ["Config", "Kind", "Parameter", "ParameterError", "Value"]
 
 
 class ParameterError(ValueError):
@@ -61,7 +62,7 @@ class Parameter:
             object.__setattr__(self, "default", None)
 
     @classmethod
-    def of(cls, name: str, values: Sequence[Value], default: Value | None = None) -> "Parameter":
+    def of(cls, name: str, values: Sequence[Value], default: Value | None = None) -> Parameter:
         """Build a parameter, inferring its kind from the values."""
         return cls(name=name, values=tuple(values), default=default)
 
@@ -76,7 +77,7 @@ class Parameter:
         return {"name": self.name, "kind": self.kind, "values": list(self.values), "default": self.default}
 
     @classmethod
-    def from_dict(cls, data: dict[str, object]) -> "Parameter":
+    def from_dict(cls, data: dict[str, object]) -> Parameter:
         values = data["values"]
         if not isinstance(values, list):
             raise ParameterError(f"parameter {data.get('name')!r}: values must be a list")

@@ -50,7 +50,7 @@ class Workload:
         return "/".join(parts)
 
     @classmethod
-    def from_key(cls, key: str) -> "Workload":
+    def from_key(cls, key: str) -> Workload:
         parts = key.split("/")
         if len(parts) not in (3, 4):
             raise WorkloadError(f"workload key {key!r} is not operator/shape/dtype[/layout]")

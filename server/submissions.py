@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from db import JobRecord, TuningLog
 from search_space import operators
-from search_space.operators import host as host_operators
 from search_space.formats import FormatError
+from search_space.operators import host as host_operators
 from server.recordings import RecordingCatalog, UnknownRecording
 from server.schemas.jobs import JobCreate
 from tuner.budget import Budget, BudgetError
-from tuner.jobs import JobError, JobRequest, create_job
 from tuner.host_source import HostSource
+from tuner.jobs import JobError, JobRequest, create_job
 from tuner.measure import ray_pool
 from tuner.measure.ray_pool import RayPlacement
 from tuner.sources import OperatorSource, ReplaySource

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import logging
 import platform
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from db import JobRecord, JobSpec, TrialIn, TuningLog
 from tuner import strategies
@@ -22,7 +22,7 @@ from tuner.resume import restore
 from tuner.sources import Source, SourceError, open_source
 from tuner.strategies.base import Strategy
 
-__all__ = ["JobError", "JobRequest", "create_job", "run_job", "budget_of", "toolchain"]
+__all__ = ["JobError", "JobRequest", "budget_of", "create_job", "run_job", "toolchain"]
 
 log = logging.getLogger(__name__)
 

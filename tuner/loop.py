@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Protocol
 
 from search_space.parameters import Config
 from search_space.space import SearchSpace
@@ -43,7 +44,7 @@ class Batch:
     first_seq: int
     measurements: tuple[Measurement, ...]
     clocks_s: tuple[float, ...]  # the job clock after each measurement
-    state: "TunerState"
+    state: TunerState
 
 
 @dataclass
@@ -69,7 +70,7 @@ class TunerState:
         else:
             self.since_best += 1
 
-    def snapshot(self) -> "TunerState":
+    def snapshot(self) -> TunerState:
         return TunerState(self.n_trials, self.clock_s, self.best_ms, self.best_config, self.since_best, self.tuner_s, set())
 
 

@@ -10,7 +10,7 @@ measured configuration.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from search_space.space import SearchSpace
 from tuner.loop import PastTrial, TunerState

@@ -121,7 +121,7 @@ def load_t4(path: str | Path, spec: T1Spec, device_name: str) -> RecordedSpace:
         raise format_error(path, f"cannot build the search space: {exc}") from None
     # one identity per (results, spec, device): the same results file read as another GPU's,
     # or against another spec, is another recording
-    identity = hashlib.sha256("\0".join((digest, spec.space.fingerprint(), device)).encode()).hexdigest()
+    identity = hashlib.sha256(f"{digest}\0{spec.space.fingerprint()}\0{device}".encode()).hexdigest()
     return RecordedSpace(
         path=path,
         digest=identity,

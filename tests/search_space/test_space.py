@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import search_space
+from benchmarks.space_construction import synthetic
 from search_space import (
     Constraint,
     ConstraintError,
@@ -21,7 +22,6 @@ from search_space import (
     SpaceError,
     parse_constraint,
 )
-from benchmarks.space_construction import synthetic
 from search_space.enumeration import binding_order, enumerate_ranks
 
 P = Parameter.of

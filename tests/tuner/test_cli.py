@@ -100,7 +100,7 @@ def test_import_then_export_round_trips_and_reimport_is_refused(capsys, tmp_path
     code, stdout, _ = ktune(capsys, "export", "-w", "cn_pnpoly/20000000/-", "-d", "NVIDIA GeForce RTX 3090",
                             "-o", str(exported), "--db", db_url)
     assert code == 0, stdout
-    original = json.loads(gzip.open(PNPOLY).read())["cache"]
+    original = json.loads(gzip.decompress(Path(PNPOLY).read_bytes()))["cache"]
     again = json.loads(exported.read_text())["cache"]
     assert set(original) == set(again)
     assert all(again[k]["time"] == original[k]["time"] for k in original)
@@ -120,7 +120,7 @@ def _bad_files(tmp: Path) -> dict[str, Path]:
     truncated.write_bytes(Path(PNPOLY).read_bytes()[:5000])
     notjson = tmp / "notjson.json"
     notjson.write_text("this is not json")
-    doc = json.loads(gzip.open(PNPOLY).read())
+    doc = json.loads(gzip.decompress(Path(PNPOLY).read_bytes()))
     doc["tune_params"]["block_size_x"] = [32, 64]  # records use values the header does not list
     mismatch = tmp / "mismatch.json"
     mismatch.write_text(json.dumps(doc))
@@ -147,7 +147,7 @@ def test_bad_input_gives_one_line_and_writes_nothing(capsys, tmp_path: Path, cas
         "neither": [],
         "batch0": ["--replay", PNPOLY, "--batch", "0"],
     }.get(case, ["--replay", str(files.get(case))])
-    code, stdout, stderr = ktune(capsys, "tune", *args, *common)
+    code, _, stderr = ktune(capsys, "tune", *args, *common)
     assert code != 0
     lines = [line for line in stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: "), stderr

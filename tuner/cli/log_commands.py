@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -19,9 +19,16 @@ from search_space.workload import Workload, WorkloadError
 from tuner.bounds import MAX_JOB_ID
 from tuner.cli.common import MAX_LIMIT, CliError, DbOption, check_output, check_range, open_log, out
 from tuner.cli.lookup_formats import ENV_NAME, ENV_PREFIX, render_env, render_header, render_json
-from tuner.cli.output import format_config, format_duration, format_ms, trial_row, trials_csv, write_text_atomic
+from tuner.cli.output import (
+    format_config,
+    format_duration,
+    format_ms,
+    trial_row,
+    trials_csv,
+    write_text_atomic,
+)
 
-__all__ = ["jobs", "trials", "best", "devices"]
+__all__ = ["best", "devices", "jobs", "trials"]
 
 
 class TrialFormat(str, Enum):
@@ -38,7 +45,7 @@ class BestFormat(str, Enum):
 
 
 def jobs(
-    state: Annotated[Optional[str], typer.Option("--state", help=f"Only jobs in this state ({', '.join(JOB_STATES)}).")] = None,
+    state: Annotated[str | None, typer.Option("--state", help=f"Only jobs in this state ({', '.join(JOB_STATES)}).")] = None,
     limit: Annotated[int, typer.Option("--limit", help="At most this many jobs, newest first.")] = 50,
     db: DbOption = None,
 ) -> None:
@@ -80,16 +87,16 @@ def trials(
 
 
 def best(
-    workload: Annotated[Optional[str], typer.Option("--workload", "-w", help="Workload key, e.g. convolution_kernel/4096x4096/-")] = None,
-    device: Annotated[Optional[str], typer.Option("--device", "-d", help="Device name as the vendor reports it.")] = None,
-    operator: Annotated[Optional[str], typer.Option("--operator", help="Look up by operator (with --shape, --dtype, --layout) instead of a workload key.")] = None,
-    shape: Annotated[Optional[str], typer.Option("--shape", help="Problem shape, e.g. 4096x4096.")] = None,
+    workload: Annotated[str | None, typer.Option("--workload", "-w", help="Workload key, e.g. convolution_kernel/4096x4096/-")] = None,
+    device: Annotated[str | None, typer.Option("--device", "-d", help="Device name as the vendor reports it.")] = None,
+    operator: Annotated[str | None, typer.Option("--operator", help="Look up by operator (with --shape, --dtype, --layout) instead of a workload key.")] = None,
+    shape: Annotated[str | None, typer.Option("--shape", help="Problem shape, e.g. 4096x4096.")] = None,
     dtype: Annotated[str, typer.Option("--dtype", help="Data type of the workload ('' or '-': none).")] = "",
     layout: Annotated[str, typer.Option("--layout", help="Layout of the workload, if any.")] = "",
     exact: Annotated[bool, typer.Option("--exact", help="Only an exact answer: no nearest shape, similar device or model.")] = False,
     fmt: Annotated[BestFormat, typer.Option("--format", "-f", help="table | json | env (shell variables) | header (C/C++).")] = BestFormat.table,
     prefix: Annotated[str, typer.Option("--prefix", help="Prefix of the variables of --format env (one per kernel, so that two kernels' answers do not mix).")] = ENV_PREFIX,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout (atomically: on any error it is left as it was; untouched when the answer is unchanged; missing folders are made).")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout (atomically: on any error it is left as it was; untouched when the answer is unchanged; missing folders are made).")] = None,
     db: DbOption = None,
 ) -> None:
     """Best configurations in the log, or the lookup a build system makes.

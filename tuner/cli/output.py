@@ -6,13 +6,14 @@ import csv
 import io
 import json
 import stat
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from db import JobRecord, TrialRecord
 from search_space.formats.writing import replace_atomically
 
-__all__ = ["trial_row", "job_document", "write_json_atomic", "write_text_atomic", "trials_csv", "format_ms", "format_config"]
+__all__ = ["format_config", "format_ms", "job_document", "trial_row", "trials_csv", "write_json_atomic", "write_text_atomic"]
 
 
 def trial_row(t: TrialRecord) -> dict[str, Any]:

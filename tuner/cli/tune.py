@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -12,7 +12,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from db import JobRecord, TrialRecord, TuningLog
 from search_space.operators import host as host_operators
 from tuner import strategies
-from tuner.bounds import MAX_BATCH, MAX_JOB_ID, MAX_RAY_WORKERS, MAX_REPLAY_SPEED, MAX_SEED, MAX_TRIALS, MIN_REPLAY_SPEED
+from tuner.bounds import (
+    MAX_BATCH,
+    MAX_JOB_ID,
+    MAX_RAY_WORKERS,
+    MAX_REPLAY_SPEED,
+    MAX_SEED,
+    MAX_TRIALS,
+    MIN_REPLAY_SPEED,
+)
 from tuner.budget import Budget
 from tuner.cli.common import (
     CliError,
@@ -54,29 +62,29 @@ _RESUME_OPTIONS = frozenset({"resume", "out_file", "quiet", "db"})
 
 def tune(
     ctx: typer.Context,
-    replay: Annotated[Optional[str], typer.Option("--replay", help="Kernel Tuner cache file (or bundled name) to replay.")] = None,
-    op: Annotated[Optional[str], typer.Option("--op", help="Operator to tune on the local GPU: matmul, conv2d, reduction, softmax, transpose, or custom (with --spec); or on this CPU: cpu_matmul, cpu_conv2d.")] = None,
-    resume: Annotated[Optional[int], typer.Option("--resume", help="Resume job JOB where it stopped, with its own budget, strategy and seed.")] = None,
+    replay: Annotated[str | None, typer.Option("--replay", help="Kernel Tuner cache file (or bundled name) to replay.")] = None,
+    op: Annotated[str | None, typer.Option("--op", help="Operator to tune on the local GPU: matmul, conv2d, reduction, softmax, transpose, or custom (with --spec); or on this CPU: cpu_matmul, cpu_conv2d.")] = None,
+    resume: Annotated[int | None, typer.Option("--resume", help="Resume job JOB where it stopped, with its own budget, strategy and seed.")] = None,
     demo: Annotated[bool, typer.Option("--demo", help="Tune fp16 matmul on the local GPU if there is one, else replay the bundled convolution_A4000 recording.")] = False,
-    shape: Annotated[Optional[str], typer.Option("--shape", help="Problem shape for --op, e.g. 4096x4096x4096 (matmul MxNxK).")] = None,
+    shape: Annotated[str | None, typer.Option("--shape", help="Problem shape for --op, e.g. 4096x4096x4096 (matmul MxNxK).")] = None,
     dtype: Annotated[str, typer.Option("--dtype", help="Data type for --op: float32 or float16 (GPU), float32 or float64 (CPU).")] = "float32",
     layout: Annotated[str, typer.Option("--layout", help="Layout for --op: NCHW/NHWC (conv2d; NCHW for cpu_conv2d; _pad1x1 adds padding), sum/max (reduction).")] = "",
     device: Annotated[int, typer.Option("--device", help="CUDA device index for --op.")] = 0,
-    ray: Annotated[Optional[str], typer.Option("--ray", help="Measure --op on GPUs of a Ray cluster: auto (the cluster of this node), ray://HOST:PORT, or local.")] = None,
-    ray_workers: Annotated[Optional[int], typer.Option("--ray-workers", help="With --ray: GPUs measuring in parallel (use with --batch).")] = None,
-    gpu_type: Annotated[Optional[str], typer.Option("--gpu-type", help="With --ray: the Ray accelerator type to run on, e.g. H100 or A100.")] = None,
+    ray: Annotated[str | None, typer.Option("--ray", help="Measure --op on GPUs of a Ray cluster: auto (the cluster of this node), ray://HOST:PORT, or local.")] = None,
+    ray_workers: Annotated[int | None, typer.Option("--ray-workers", help="With --ray: GPUs measuring in parallel (use with --batch).")] = None,
+    gpu_type: Annotated[str | None, typer.Option("--gpu-type", help="With --ray: the Ray accelerator type to run on, e.g. H100 or A100.")] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds one measurement may take on the GPU before its worker is killed.")] = 30.0,
     strategy: Annotated[str, typer.Option("--strategy", "-s", help="Search strategy (see `ktune strategies`).")] = strategies.DEFAULT,
-    budget: Annotated[Optional[int], typer.Option("--budget", "-n", help=f"Maximum number of measurements (1..{MAX_TRIALS}).")] = None,
-    time_budget: Annotated[Optional[float], typer.Option("--time-budget", help="Maximum tuning time in seconds (replayed GPU time for recordings).")] = None,
-    target: Annotated[Optional[float], typer.Option("--target", help="Stop once a config runs in this many ms.")] = None,
-    patience: Annotated[Optional[int], typer.Option("--patience", help=f"Stop after this many measurements without improvement (1..{MAX_TRIALS}).")] = None,
-    seed: Annotated[Optional[int], typer.Option("--seed", help="Random seed, 0..2**31-1: the same seed gives the same sequence.")] = None,
+    budget: Annotated[int | None, typer.Option("--budget", "-n", help=f"Maximum number of measurements (1..{MAX_TRIALS}).")] = None,
+    time_budget: Annotated[float | None, typer.Option("--time-budget", help="Maximum tuning time in seconds (replayed GPU time for recordings).")] = None,
+    target: Annotated[float | None, typer.Option("--target", help="Stop once a config runs in this many ms.")] = None,
+    patience: Annotated[int | None, typer.Option("--patience", help=f"Stop after this many measurements without improvement (1..{MAX_TRIALS}).")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Random seed, 0..2**31-1: the same seed gives the same sequence.")] = None,
     batch: Annotated[int, typer.Option("--batch", "-b", help=f"Configurations measured per batch (1..{MAX_BATCH}).")] = 1,
-    spec: Annotated[Optional[Path], typer.Option("--spec", help="T1 spec whose constraints define the space to search.")] = None,
-    constraint: Annotated[Optional[list[str]], typer.Option("--constraint", "-c", help="Extra constraint, e.g. 'block_size_x*block_size_y <= 512' (repeatable).")] = None,
-    replay_speed: Annotated[Optional[float], typer.Option("--replay-speed", help="Spend the recorded GPU time in real time, this many times faster (to watch a job live).")] = None,
-    out_file: Annotated[Optional[Path], typer.Option("--out", "-o", help="Write the job and its trials as JSON (mode 0644; missing directories are created).")] = None,
+    spec: Annotated[Path | None, typer.Option("--spec", help="T1 spec whose constraints define the space to search.")] = None,
+    constraint: Annotated[list[str] | None, typer.Option("--constraint", "-c", help="Extra constraint, e.g. 'block_size_x*block_size_y <= 512' (repeatable).")] = None,
+    replay_speed: Annotated[float | None, typer.Option("--replay-speed", help="Spend the recorded GPU time in real time, this many times faster (to watch a job live).")] = None,
+    out_file: Annotated[Path | None, typer.Option("--out", "-o", help="Write the job and its trials as JSON (mode 0644; missing directories are created).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     db: DbOption = None,
 ) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from search_space.parameters import Config
 from tuner.measure.base import Backend, Measurement, Status

@@ -8,7 +8,7 @@ the recording does not hold is ``invalid`` and costs nothing.
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 from search_space.formats.kernel_tuner import RecordedSpace
 from search_space.parameters import Config

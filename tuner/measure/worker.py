@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -47,7 +47,7 @@ class MeasureSpec:
 
     operator: str | Operator
     workload_key: str
-    settings: TimingSettings = TimingSettings()
+    settings: TimingSettings = field(default_factory=TimingSettings)
     seed: int = 0
 
 

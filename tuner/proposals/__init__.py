@@ -7,7 +7,7 @@ model, ``rl_agent`` Chameleon's PPO agent over knob moves.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

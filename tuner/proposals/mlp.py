@@ -6,6 +6,8 @@ framework is needed to install ktune.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 __all__ = ["MLP"]
@@ -15,7 +17,7 @@ class MLP:
     def __init__(self, sizes: list[int], rng: np.random.Generator, *, out_scale: float = 1.0, lr: float = 3e-3) -> None:
         self.weights: list[np.ndarray] = []
         self.biases: list[np.ndarray] = []
-        for i, (fan_in, fan_out) in enumerate(zip(sizes, sizes[1:])):
+        for i, (fan_in, fan_out) in enumerate(itertools.pairwise(sizes)):
             scale = np.sqrt(1.0 / fan_in) * (out_scale if i == len(sizes) - 2 else 1.0)
             self.weights.append(rng.normal(0.0, scale, size=(fan_in, fan_out)))
             self.biases.append(np.zeros(fan_out))

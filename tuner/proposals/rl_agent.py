@@ -110,7 +110,7 @@ class KnobMoveAgent:
             advantages[t] = gae
             next_value = values[t]
         returns = advantages + np.array(values)
-        flat = lambda xs: np.concatenate(xs, axis=0)  # noqa: E731
+        flat = lambda xs: np.concatenate(xs, axis=0)
         return flat(states), flat(actions), flat(logps), advantages.ravel(), returns.ravel()
 
     def _update(self, states: np.ndarray, actions: np.ndarray, old_logp: np.ndarray, adv: np.ndarray, returns: np.ndarray) -> None:

@@ -10,9 +10,10 @@ value of each knob), walked to the nearest unmeasured valid configuration.
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Collection
 
 import numpy as np
 
@@ -80,7 +81,7 @@ class AdaptiveSampler:
         ks = sorted({min(distinct, n * m) for m in (1, 2, 4)})
         runs = [(k, *kmeans(points, k, self.rng)) for k in ks]
         chosen = runs[0]
-        for prev, cur in zip(runs, runs[1:]):
+        for prev, cur in itertools.pairwise(runs):
             # go to the larger k only while it still cuts the inertia by at least a third
             if prev[2] > 0 and cur[2] <= prev[2] * (2 / 3):
                 chosen = cur

@@ -10,8 +10,9 @@ back to ``restore`` when a replay diverges.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Sequence
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -55,8 +56,8 @@ class SearchContext:
 
     workload: Workload | None = None
     device: str = ""
-    spec: "DeviceSpec | None" = None
-    prior: tuple["Sample", ...] = ()
+    spec: DeviceSpec | None = None
+    prior: tuple[Sample, ...] = ()
 
 
 class Strategy(ABC):
@@ -74,7 +75,7 @@ class Strategy(ABC):
     #: whether the strategy reads ``context.prior`` (the job then loads it from the log)
     uses_log: ClassVar[bool] = False
     #: how much of the log the job loads for it (``None``: every matching trial)
-    prior_limit: ClassVar["PriorLimit | None"] = None
+    prior_limit: ClassVar[PriorLimit | None] = None
 
     def __init__(self, space: SearchSpace, *, seed: int | None = None, context: SearchContext | None = None) -> None:
         self.check_space(space)

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
-from typing import ClassVar, Sequence
+from collections.abc import Sequence
+from typing import ClassVar
 
 import numpy as np
 

@@ -12,7 +12,8 @@ configuration, enqueued into the study so its bookkeeping stays exact.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import optuna
