@@ -39,7 +39,7 @@ import os
 import sys
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -196,13 +196,13 @@ def build(
 
 def run_kernel(
     recs: list[RecordedSpace],
+    kernel: str,
     seeds: int,
     objective: str,
     methods: tuple[str, ...],
     rows: list[Row],
     notes: list[str],
 ) -> None:
-    kernel = recs[0].kernel_name
     for held in recs:
         others = [r for r in recs if r is not held]
         times = times_of(held)
@@ -306,8 +306,8 @@ def print_tables(rows: list[Row], seeds: int, methods: tuple[str, ...]) -> None:
 
 def check_targets(rows: list[Row]) -> None:
     zero = [r for r in rows if r.m == 0]
-    dev0 = {r.gpu + r.kernel: r for r in zero if r.method == "device"}
-    pool0 = {r.gpu + r.kernel: r for r in zero if r.method == "pooled"}
+    dev0 = {f"{r.kernel} on {r.gpu}": r for r in zero if r.method == "device"}
+    pool0 = {f"{r.kernel} on {r.gpu}": r for r in zero if r.method == "pooled"}
     within5 = sum(np.mean(r.scores[10]) >= 1 / 1.05 for r in dev0.values())
     print("\nTargets:")
     print(
@@ -357,8 +357,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         methods = METHODS + ((ABLATION,) if args.with_columns else ())
         rows: list[Row] = []
         notes: list[str] = []
+        names = Counter(group[0].kernel_name for group in by_kernel.values())
         for group in by_kernel.values():
-            run_kernel(group, args.seeds, args.objective, methods, rows, notes)
+            # two spaces of one kernel name (other knob values) are told apart by their size
+            name = group[0].kernel_name
+            label = name if names[name] == 1 else f"{name} ({len(group[0].space):,} configs)"
+            run_kernel(group, label, args.seeds, args.objective, methods, rows, notes)
         print(
             f"## Leave-one-GPU-out ({len(recs)} recordings, {len(by_kernel)} kernels, objective {args.objective})\n"
         )
