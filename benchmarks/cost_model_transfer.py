@@ -245,14 +245,24 @@ def run_kernel(
                 tlog.close()
 
 
-def timing(recs: list[RecordedSpace], objective: str) -> list[tuple[str, float, float, int, int]]:
+def by_space(recs: list[RecordedSpace]) -> dict[str, list[RecordedSpace]]:
+    """The recordings grouped by space (same parameters), under the kernel's name; a kernel
+    recorded in several spaces (other knob values) has each labelled by its size."""
+    groups: dict[tuple, list[RecordedSpace]] = defaultdict(list)
+    for r in recs:
+        groups[parameter_signature(r.parameters)].append(r)
+    names = Counter(g[0].kernel_name for g in groups.values())
+    return {
+        g[0].kernel_name if names[g[0].kernel_name] == 1 else f"{g[0].kernel_name} ({len(g[0].space):,} configs)": g
+        for g in groups.values()
+    }
+
+
+def timing(spaces: dict[str, list[RecordedSpace]], objective: str) -> list[tuple[str, float, float, int, int]]:
     """Fit + predict at the issue's scale: the largest recording trains, another GPU's space
     of the same kernel is predicted (features included); the single booster is the in-process
     baseline, and the 2-thread row shows what OpenMP threads cost on a shared 2-core machine."""
-    by_kernel: dict[tuple, list[RecordedSpace]] = defaultdict(list)
-    for r in recs:
-        by_kernel[parameter_signature(r.parameters)].append(r)
-    pair = max(by_kernel.values(), key=lambda rs: len(rs[0].space))
+    pair = max(spaces.values(), key=lambda rs: len(rs[0].space))
     train, pred = pair[0], pair[-1]
     times = times_of(train)
     idx = np.arange(len(train.space))
@@ -349,22 +359,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not recs:
         print(f"error: no Kernel Tuner cache file found (looked in {DEFAULT_DIR})", file=sys.stderr)
         return 2
-    by_kernel: dict[tuple, list[RecordedSpace]] = defaultdict(list)
-    for r in recs:
-        by_kernel[parameter_signature(r.parameters)].append(r)
+    spaces = by_space(recs)
     t0 = time.perf_counter()
     if not args.timing_only:
         methods = METHODS + ((ABLATION,) if args.with_columns else ())
         rows: list[Row] = []
         notes: list[str] = []
-        names = Counter(group[0].kernel_name for group in by_kernel.values())
-        for group in by_kernel.values():
-            # two spaces of one kernel name (other knob values) are told apart by their size
-            name = group[0].kernel_name
-            label = name if names[name] == 1 else f"{name} ({len(group[0].space):,} configs)"
+        for label, group in spaces.items():
             run_kernel(group, label, args.seeds, args.objective, methods, rows, notes)
         print(
-            f"## Leave-one-GPU-out ({len(recs)} recordings, {len(by_kernel)} kernels, objective {args.objective})\n"
+            f"## Leave-one-GPU-out ({len(recs)} recordings, {len(spaces)} kernels, objective {args.objective})\n"
         )
         print_tables(rows, args.seeds, methods)
         for n in notes:
@@ -375,7 +379,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "| model | seconds (best of 3) | ratio to the 2 s target | training records | configs predicted |"
     )
     print("|---|---|---|---|---|")
-    for label, secs, ratio, n_train, n_pred in timing(recs, args.objective):
+    for label, secs, ratio, n_train, n_pred in timing(spaces, args.objective):
         print(f"| {label} | {secs:.2f} | {ratio:.2f} | {n_train} | {n_pred} |")
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(
