@@ -51,13 +51,13 @@ from scipy.stats import spearmanr
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from cost_model import FeatureExtractor, TransferModel, XGBCostModel, resolve
-from cost_model.samples import Sample
-from cost_model.training import parameter_signature, samples_from_log
-from cost_model.transfer import DEFAULT_LIMIT, MIN_DEVICES_FOR_COLUMNS
-from db import TuningLog
-from search_space.formats import FormatError, RecordedSpace, load_cache
-from tuner.importing import import_recording
+from ktune.cost_model import FeatureExtractor, TransferModel, XGBCostModel, resolve
+from ktune.cost_model.samples import Sample
+from ktune.cost_model.training import parameter_signature, samples_from_log
+from ktune.cost_model.transfer import DEFAULT_LIMIT, MIN_DEVICES_FOR_COLUMNS
+from ktune.db import TuningLog
+from ktune.search_space.formats import FormatError, RecordedSpace, load_cache
+from ktune.tuner.importing import import_recording
 
 DEFAULT_DIR = ROOT.parent / "shared" / "datasets"
 KS = (1, 5, 10, 50)

@@ -32,13 +32,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from db import TuningLog
-from tuner.budget import Budget
-from tuner.host_source import HostSource
-from tuner.jobs import JobRequest, create_job, run_job
-from tuner.measure.host_detect import cpu_spec
-from tuner.measure.host_worker import compiler_from_env
-from tuner.measure.timing import TimingSettings, repeat_timed
+from ktune.db import TuningLog
+from ktune.tuner.budget import Budget
+from ktune.tuner.cpu_source import CpuSource
+from ktune.tuner.jobs import JobRequest, create_job, run_job
+from ktune.tuner.measure.cpu_detect import cpu_spec
+from ktune.tuner.measure.cpu_worker import compiler_from_env
+from ktune.tuner.measure.timing import TimingSettings, repeat_timed
 
 
 def run(op: str, shape: str, layout: str, dtype: str, strategy: str, seed: int, budget: int, tmp: Path,
@@ -51,7 +51,7 @@ def run(op: str, shape: str, layout: str, dtype: str, strategy: str, seed: int, 
         shutil.copy(template, db)
     started = time.perf_counter()
     with TuningLog.open(f"sqlite:///{db}") as tlog:
-        source = HostSource.open(op, shape, dtype, layout)
+        source = CpuSource.open(op, shape, dtype, layout)
         job = create_job(tlog, JobRequest(source, strategy, Budget(max_trials=budget), seed=seed))
         outcome = run_job(tlog, job.id, source=source)
         times = [t.time_ms if t.time_ms is not None else np.inf for t in tlog.job_trials(job.id)]

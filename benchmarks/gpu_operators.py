@@ -36,15 +36,15 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from search_space.operators import DeviceLimits, get
-from search_space.workload import Workload
-from tuner import strategies
-from tuner.budget import Budget
-from tuner.loop import Tuner
-from tuner.measure.base import BackendError
-from tuner.measure.cupy_backend import CupyBackend
-from tuner.measure.detect import detect_devices
-from tuner.measure.worker import TimingSettings, time_gpu
+from ktune.search_space.operators import DeviceLimits, get
+from ktune.search_space.workload import Workload
+from ktune.tuner import strategies
+from ktune.tuner.budget import Budget
+from ktune.tuner.loop import Tuner
+from ktune.tuner.measure.base import BackendError
+from ktune.tuner.measure.cupy_backend import CupyBackend
+from ktune.tuner.measure.detect import detect_devices
+from ktune.tuner.measure.worker import TimingSettings, time_gpu
 
 # (operator, dtype, layout): three shapes each
 CASES: dict[tuple[str, str, str], list[str]] = {
@@ -85,7 +85,7 @@ def vendor(op_name: str, workload: Workload, args: list[Any]) -> tuple[str, Call
             from cupyx import cudnn
 
             x, w, y = args
-            from search_space.operators.conv2d import Conv2d
+            from ktune.search_space.operators.conv2d import Conv2d
 
             cs, _ = Conv2d().conv_shape(workload)
             pad, stride, dil = (cs.ph, cs.pw), (cs.sh, cs.sw), (cs.dh, cs.dw)

@@ -36,8 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import ktune
-from db import DatabaseError, LookupQuery, TrialIn, TuningLog
-from search_space.workload import Workload
+from ktune.db import DatabaseError, LookupQuery, TrialIn, TuningLog
+from ktune.search_space.workload import Workload
 
 DEVICES = ["NVIDIA A100-PCIE-40GB", "NVIDIA GeForce RTX 3090", "NVIDIA RTX A4000", "NVIDIA H100 PCIe"]
 PG_SCHEMA = "ktune_bench_lookup"
@@ -90,7 +90,7 @@ def _flush(tlog: TuningLog, pending: list[tuple[int, int, list[TrialIn]]]) -> No
 def count_trials(url: str) -> int:
     from sqlalchemy import func, select
 
-    from db.rows import trial_t
+    from ktune.db.queries import trial_t
 
     with TuningLog.open(url) as tlog, tlog._read() as conn:
         return int(conn.execute(select(func.count()).select_from(trial_t)).scalar_one())
@@ -157,7 +157,7 @@ def raw_sql(url: str) -> Callable[[tuple[str, str]], Any]:
 def serve(url: str) -> tuple[subprocess.Popen[str], str]:
     env = {**os.environ, "KTUNE_API_TOKENS": TOKEN, "KTUNE_RUNNER_CONCURRENCY": "0"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tuner.cli.app", "serve", "--port", "0", "--db", url, "--log-level", "warning"],
+        [sys.executable, "-m", "ktune.cli.app", "serve", "--port", "0", "--db", url, "--log-level", "warning"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )
     assert proc.stdout is not None

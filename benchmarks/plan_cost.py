@@ -33,14 +33,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from cost_model import resolve
-from cost_model.samples import Sample
-from search_space.formats import FormatError, RecordedSpace, load_cache
-from tuner.measure.replay import ReplayBackend
-from tuner.sources import bundled_recordings
-from tuner.strategies import model_guided
-from tuner.strategies.auto import AutoSearch
-from tuner.strategies.base import Observation, SearchContext
+from ktune.cost_model import resolve
+from ktune.cost_model.samples import Sample
+from ktune.search_space.formats import FormatError, RecordedSpace, load_cache
+from ktune.tuner.measure.replay import ReplayBackend
+from ktune.tuner.sources import bundled_recordings
+from ktune.tuner.strategies import model_guided
+from ktune.tuner.strategies.auto import AutoSearch
+from ktune.tuner.strategies.base import Observation, SearchContext
 
 #: (configs scored, training rows, proposals, measured seconds) of one plan
 Plan = tuple[int, int, int, float]

@@ -32,14 +32,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.kt_simulation import KT_STRATEGIES, run_kernel_tuner
-from db import TuningLog
-from search_space.formats import load_cache
-from search_space.formats.kernel_tuner import RecordedSpace
-from tuner import strategies
-from tuner.budget import Budget
-from tuner.importing import import_recording
-from tuner.jobs import JobRequest, create_job, run_job
-from tuner.sources import ReplaySource
+from ktune.db import TuningLog
+from ktune.search_space.formats import load_cache
+from ktune.search_space.formats.kernel_tuner import RecordedSpace
+from ktune.tuner import strategies
+from ktune.tuner.budget import Budget
+from ktune.tuner.importing import import_recording
+from ktune.tuner.jobs import JobRequest, create_job, run_job
+from ktune.tuner.sources import ReplaySource
 
 CHECKPOINTS = (20, 50, 100, 200)
 

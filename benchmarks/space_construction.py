@@ -29,8 +29,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from search_space import Parameter, SearchSpace
-from search_space.formats.t1 import load_t1
+from ktune.search_space import Parameter, SearchSpace
+from ktune.search_space.formats.t1 import load_t1
 
 
 def timed(build: Callable[[], Any], repeats: int) -> tuple[Any, float]:

@@ -22,9 +22,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from ktune.tuner.measure.pool import SlotPool, WorkerPool
+from ktune.tuner.measure.ray_pool import RayPlacement, RayWorkerPool
 from tests.tuner.cupy_planted import planted
-from tuner.measure.pool import SlotPool, WorkerPool
-from tuner.measure.ray_pool import RayPlacement, RayWorkerPool
 
 
 def _per_task_ms(pool: SlotPool, tasks: int, batch: int) -> float:

@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from cost_model.devices import (
+from ktune.cost_model.devices import (
     Catalog,
     CatalogError,
     DeviceSpec,
@@ -22,14 +22,14 @@ from cost_model.devices import (
     resolve,
     spec_from_cuda_properties,
 )
-from cost_model.embedding import EMBEDDING_NAMES, embed, explain
-from cost_model.features import DerivedFeatures, FeatureError, FeatureExtractor
-from cost_model.model import CostModel, ModelError
-from cost_model.prior import PriorLimit, limit_samples
-from cost_model.samples import Sample
-from cost_model.training import matching_workloads, samples_from_log
-from cost_model.transfer import TransferModel
-from cost_model.xgb import XGBCostModel
+from ktune.cost_model.embedding import EMBEDDING_NAMES, embed, explain
+from ktune.cost_model.features import DerivedFeatures, FeatureError, FeatureExtractor
+from ktune.cost_model.model import CostModel, ModelError
+from ktune.cost_model.prior import PriorLimit, limit_samples
+from ktune.cost_model.samples import Sample
+from ktune.cost_model.training import matching_workloads, samples_from_log
+from ktune.cost_model.transfer import TransferModel
+from ktune.cost_model.xgb import XGBCostModel
 
 __all__ = [
     "EMBEDDING_NAMES",

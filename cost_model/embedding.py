@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cost_model.devices import DeviceSpec
+from ktune.cost_model.devices import DeviceSpec
 
 __all__ = ["EMBEDDING_NAMES", "EMBEDDING_SIZE", "Coordinate", "embed", "explain", "spec_distance"]
 

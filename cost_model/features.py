@@ -32,11 +32,11 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from cost_model.devices import DeviceSpec
-from cost_model.embedding import EMBEDDING_NAMES, embed
-from search_space.parameters import Parameter, Value
-from search_space.space import SearchSpace
-from search_space.workload import Workload
+from ktune.cost_model.devices import DeviceSpec
+from ktune.cost_model.embedding import EMBEDDING_NAMES, embed
+from ktune.search_space.parameters import Parameter, Value
+from ktune.search_space.space import SearchSpace
+from ktune.search_space.workload import Workload
 
 __all__ = ["OCCUPANCY_INPUTS", "DerivedFeatures", "FeatureError", "FeatureExtractor"]
 

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
-from cost_model.devices import DeviceSpec
-from cost_model.features import FeatureExtractor
-from cost_model.samples import Sample
-from search_space.space import SearchSpace
-from search_space.workload import Workload
+from ktune.cost_model.devices import DeviceSpec
+from ktune.cost_model.features import FeatureExtractor
+from ktune.cost_model.samples import Sample
+from ktune.search_space.space import SearchSpace
+from ktune.search_space.workload import Workload
 
 __all__ = ["CostModel", "ModelError"]
 

@@ -29,10 +29,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cost_model.devices import DeviceSpec
-from cost_model.embedding import spec_distance
-from cost_model.model import ModelError
-from cost_model.samples import Sample
+from ktune.cost_model.devices import DeviceSpec
+from ktune.cost_model.embedding import spec_distance
+from ktune.cost_model.model import ModelError
+from ktune.cost_model.samples import Sample
 
 __all__ = ["PriorGroup", "PriorLimit", "choose", "limit_samples", "summarise"]
 

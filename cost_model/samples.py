@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from cost_model.devices import DeviceSpec
-from search_space.workload import Workload
+from ktune.cost_model.devices import DeviceSpec
+from ktune.search_space.workload import Workload
 
 __all__ = ["Sample", "group_ids", "is_ok", "is_usable", "relative_throughput"]
 

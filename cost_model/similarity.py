@@ -27,9 +27,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from cost_model.devices import DeviceSpec
-from cost_model.embedding import spec_distance
-from cost_model.samples import Sample
+from ktune.cost_model.devices import DeviceSpec
+from ktune.cost_model.embedding import spec_distance
+from ktune.cost_model.samples import Sample
 
 __all__ = ["source_similarity"]
 

@@ -14,13 +14,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cost_model.devices import DeviceSpec, resolve
-from cost_model.features import FeatureExtractor
-from cost_model.prior import PriorLimit, choose, summarise
-from cost_model.samples import Sample, is_ok, is_usable
-from db import TrialOutcome, TuningLog, WorkloadRecord
-from search_space.parameters import Parameter
-from search_space.workload import Workload, WorkloadError
+from ktune.cost_model.devices import DeviceSpec, resolve
+from ktune.cost_model.features import FeatureExtractor
+from ktune.cost_model.prior import PriorLimit, choose, summarise
+from ktune.cost_model.samples import Sample, is_ok, is_usable
+from ktune.db import TrialOutcome, TuningLog, WorkloadRecord
+from ktune.search_space.parameters import Parameter
+from ktune.search_space.workload import Workload, WorkloadError
 
 __all__ = ["device_specs", "matching_workloads", "parameter_signature", "samples_from_log"]
 

@@ -21,16 +21,16 @@ from typing import Protocol
 
 import numpy as np
 
-from cost_model.devices import DeviceSpec, resolve
-from cost_model.features import DerivedFeatures, FeatureExtractor
-from cost_model.model import CostModel, ModelError
-from cost_model.prior import PriorLimit
-from cost_model.samples import Sample
-from cost_model.training import samples_from_log
-from cost_model.xgb import XGBCostModel
-from db import TuningLog
-from search_space.space import SearchSpace
-from search_space.workload import Workload
+from ktune.cost_model.devices import DeviceSpec, resolve
+from ktune.cost_model.features import DerivedFeatures, FeatureExtractor
+from ktune.cost_model.model import CostModel, ModelError
+from ktune.cost_model.prior import PriorLimit
+from ktune.cost_model.samples import Sample
+from ktune.cost_model.training import samples_from_log
+from ktune.cost_model.xgb import XGBCostModel
+from ktune.db import TuningLog
+from ktune.search_space.space import SearchSpace
+from ktune.search_space.workload import Workload
 
 __all__ = ["MIN_DEVICES_FOR_COLUMNS", "ObservationLike", "TransferModel"]
 

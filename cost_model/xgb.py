@@ -52,11 +52,11 @@ from typing import Any
 
 import numpy as np
 
-from cost_model.devices import CatalogError, DeviceSpec
-from cost_model.features import DerivedFeatures, FeatureExtractor
-from cost_model.model import CostModel, ModelError
-from cost_model.samples import Sample, group_ids, relative_throughput
-from cost_model.similarity import source_similarity
+from ktune.cost_model.devices import CatalogError, DeviceSpec
+from ktune.cost_model.features import DerivedFeatures, FeatureExtractor
+from ktune.cost_model.model import CostModel, ModelError
+from ktune.cost_model.samples import Sample, group_ids, relative_throughput
+from ktune.cost_model.similarity import source_similarity
 
 __all__ = ["XGBCostModel"]
 

@@ -15,11 +15,11 @@ through :class:`TuningLog` and the records of ``db.records``.
 
 from __future__ import annotations
 
-from db.engine import ConstraintError, DatabaseError, default_url, resolve_url
-from db.leases import JobStateConflict, LeaseLost
-from db.lookup import DeviceDistance, shape_distance
-from db.migrate import upgrade
-from db.records import (
+from ktune.db.engine import ConstraintError, DatabaseError, default_url, resolve_url
+from ktune.db.leases import JobStateConflict, LeaseLost
+from ktune.db.lookup import DeviceDistance, shape_distance
+from ktune.db.migrate import upgrade
+from ktune.db.records import (
     JOB_STATES,
     LOOKUP_TIERS,
     TRIAL_STATUSES,
@@ -36,7 +36,7 @@ from db.records import (
     TrialRecord,
     WorkloadRecord,
 )
-from db.repository import TuningLog
+from ktune.db.repository import TuningLog
 
 __all__ = [
     "JOB_STATES",

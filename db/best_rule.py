@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, text
 
-from db.records import TrialIn
+from ktune.db.records import TrialIn
 
 __all__ = ["Candidate", "batch_candidate", "lock_pair", "param_names", "replaces"]
 

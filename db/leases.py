@@ -19,9 +19,9 @@ from datetime import datetime, timedelta
 from sqlalchemy import ColumnElement, Connection, and_, literal, or_, select, update
 from sqlalchemy import func as sqlfunc
 
-from db.models import UTCDateTime
-from db.records import JobControl
-from db.rows import job_t
+from ktune.db.queries import job_t
+from ktune.db.records import JobControl
+from ktune.db.schema import UTCDateTime
 
 __all__ = [
     "JobStateConflict",

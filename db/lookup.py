@@ -20,9 +20,9 @@ from dataclasses import replace
 
 from sqlalchemy import Connection, bindparam
 
-from db.records import BestRecord, LookupQuery, LookupResult
-from db.rows import device_t, family_query, to_tuned, tuned_query, workload_t
-from db.shape_index import ShapeIndex
+from ktune.db.queries import device_t, family_query, to_tuned, tuned_query, workload_t
+from ktune.db.records import BestRecord, LookupQuery, LookupResult
+from ktune.db.shape_index import ShapeIndex
 
 __all__ = [
     "DeviceDistance",

@@ -19,7 +19,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, inspect, text
 
-from db.engine import DatabaseError, make_engine, mask_url, resolve_url, translate_errors
+from ktune.db.engine import DatabaseError, make_engine, mask_url, resolve_url, translate_errors
 
 __all__ = [
     "alembic_config",

@@ -22,28 +22,12 @@ from typing import Any, Self
 from sqlalchemy import Connection, Engine, Select, literal, or_, select, text, update
 from sqlalchemy import func as sqlfunc
 
-from db import best_rule, leases, stats, tokens
-from db import lookup as tiers
-from db.engine import DatabaseError, make_engine, mask_url, resolve_url, translate_errors
-from db.leases import LeaseLost
-from db.migrate import check_schema, ensure_schema
-from db.models import UTCDateTime, utcnow
-from db.records import (
-    TRIAL_STATUSES,
-    BestRecord,
-    DeviceRecord,
-    JobControl,
-    JobRecord,
-    JobSpec,
-    LookupQuery,
-    LookupResult,
-    TokenRecord,
-    TrialIn,
-    TrialOutcome,
-    TrialRecord,
-    WorkloadRecord,
-)
-from db.rows import (
+from ktune.db import best_rule, leases, stats, tokens
+from ktune.db import lookup as tiers
+from ktune.db.engine import DatabaseError, make_engine, mask_url, resolve_url, translate_errors
+from ktune.db.leases import LeaseLost
+from ktune.db.migrate import check_schema, ensure_schema
+from ktune.db.queries import (
     FINAL_STATES,
     best_t,
     check_state,
@@ -58,7 +42,23 @@ from db.rows import (
     trial_t,
     workload_t,
 )
-from db.shape_index import ShapeIndex
+from ktune.db.records import (
+    TRIAL_STATUSES,
+    BestRecord,
+    DeviceRecord,
+    JobControl,
+    JobRecord,
+    JobSpec,
+    LookupQuery,
+    LookupResult,
+    TokenRecord,
+    TrialIn,
+    TrialOutcome,
+    TrialRecord,
+    WorkloadRecord,
+)
+from ktune.db.schema import UTCDateTime, utcnow
+from ktune.db.shape_index import ShapeIndex
 
 __all__ = ["TuningLog"]
 

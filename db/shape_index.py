@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 from sqlalchemy import Connection, bindparam, func, select
 
-from db.records import LookupQuery
-from db.rows import best_t, device_t, family_query, workload_t
+from ktune.db.queries import best_t, device_t, family_query, workload_t
+from ktune.db.records import LookupQuery
 
 __all__ = ["ShapeIndex"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, func, select
 
-from db.rows import job_t, trial_t
+from ktune.db.queries import job_t, trial_t
 
 __all__ = ["jobs_by_state", "trials_by_status"]
 

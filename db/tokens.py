@@ -20,8 +20,8 @@ from datetime import datetime
 
 from sqlalchemy import Connection, select, update
 
-from db.records import TokenRecord
-from db.rows import to_token, token_t
+from ktune.db.queries import to_token, token_t
+from ktune.db.records import TokenRecord
 
 __all__ = ["MAX_NAME_LENGTH", "PREFIX", "check_name", "create", "digest", "list_all", "revoke", "verify"]
 

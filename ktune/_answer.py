@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from db import LookupQuery, LookupResult
+from ktune.db import LookupQuery, LookupResult
 
 __all__ = ["Answer"]
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import logging
 
-from db import LookupQuery, TuningLog
 from ktune._answer import Answer
+from ktune.db import LookupQuery, TuningLog
 
 __all__ = ["cost_model_choice"]
 
@@ -22,11 +22,11 @@ log = logging.getLogger(__name__)
 
 
 def cost_model_choice(tlog: TuningLog, query: LookupQuery) -> Answer | None:
-    from cost_model.devices import resolve
-    from cost_model.model import ModelError
-    from cost_model.transfer import TransferModel
-    from search_space import operators
-    from search_space.operators.base import DeviceLimits
+    from ktune.cost_model.devices import resolve
+    from ktune.cost_model.model import ModelError
+    from ktune.cost_model.transfer import TransferModel
+    from ktune.search_space import operators
+    from ktune.search_space.operators.base import DeviceLimits
 
     if query.operator not in operators.names():
         return None

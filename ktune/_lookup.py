@@ -8,12 +8,12 @@ import threading
 from collections.abc import Sequence
 from dataclasses import replace
 
-from cost_model.devices import normalise_name
-from db import LookupQuery, TuningLog, resolve_url
 from ktune._answer import Answer
 from ktune._model_tier import model_choice
 from ktune._similarity import catalog_knows, device_distance
-from search_space.workload import MAX_DIM, Workload, WorkloadError
+from ktune.cost_model.devices import normalise_name
+from ktune.db import LookupQuery, TuningLog, resolve_url
+from ktune.search_space.workload import MAX_DIM, Workload, WorkloadError
 
 __all__ = ["Answer", "LookupInputError", "lookup", "parse_shape"]
 

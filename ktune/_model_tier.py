@@ -10,8 +10,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from db import LookupQuery, TuningLog
 from ktune._answer import Answer
+from ktune.db import LookupQuery, TuningLog
 
 __all__ = ["ModelChoice", "model_choice", "register_model_choice"]
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from db import DeviceDistance
+from ktune.db import DeviceDistance
 
 __all__ = ["catalog_knows", "device_distance"]
 
@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 def _catalog() -> tuple[Any, Any] | None:
     """(spec by device name, embedding of a spec), or None while the cost model lacks them."""
     try:
-        from cost_model import devices, embedding
+        from ktune.cost_model import devices, embedding
 
         # ``lookup(name)`` as planned; ``resolve(name)`` is what the catalog names it today.
         by_name = getattr(devices, "lookup", None) or devices.resolve

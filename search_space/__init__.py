@@ -8,10 +8,10 @@ not fit it), ``WorkloadError`` (a workload key).
 
 from __future__ import annotations
 
-from search_space.constraints import Constraint, ConstraintError, parse_constraint
-from search_space.parameters import Config, Kind, Parameter, ParameterError, Value
-from search_space.space import SearchSpace, SpaceError
-from search_space.workload import Workload, WorkloadError
+from ktune.search_space.constraints import Constraint, ConstraintError, parse_constraint
+from ktune.search_space.parameters import Config, Kind, Parameter, ParameterError, Value
+from ktune.search_space.space import SearchSpace, SpaceError
+from ktune.search_space.workload import Workload, WorkloadError
 
 __all__ = [
     "Config",

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from search_space.parameters import Value
+from ktune.search_space.parameters import Value
 
 __all__ = ["Constraint", "ConstraintError", "parse_constraint"]
 

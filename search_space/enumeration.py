@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from search_space.constraints import Constraint
+from ktune.search_space.constraints import Constraint
 
 __all__ = ["CHUNK_ROWS", "binding_order", "enumerate_ranks", "strides_of"]
 

@@ -16,9 +16,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from search_space.constraints import Constraint, ConstraintError, parse_constraint
-from search_space.enumeration import enumerate_ranks, strides_of
-from search_space.parameters import Config, Parameter, ParameterError, Value
+from ktune.search_space.constraints import Constraint, ConstraintError, parse_constraint
+from ktune.search_space.enumeration import enumerate_ranks, strides_of
+from ktune.search_space.parameters import Config, Parameter, ParameterError, Value
 
 __all__ = ["SearchSpace", "SpaceError"]
 

@@ -7,8 +7,8 @@ Nothing else in ktune imports this package.
 
 from __future__ import annotations
 
-from server.app import create_app
-from server.runner import Runner
-from server.settings import Settings, SettingsError
+from ktune.server.app import create_app
+from ktune.server.settings import Settings, SettingsError
+from ktune.tuner.runner import Runner
 
 __all__ = ["Runner", "Settings", "SettingsError", "create_app"]

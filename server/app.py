@@ -12,14 +12,14 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
-from db import DatabaseError, TuningLog
-from server.errors import database_unavailable, validation_failed
-from server.limits import BodyLimit
-from server.recordings import RecordingCatalog
-from server.routers import best, devices, health, jobs, metrics, recordings, spaces
-from server.runner import Runner
-from server.settings import Settings
-from server.telemetry import Telemetry
+from ktune.db import DatabaseError, TuningLog
+from ktune.server.errors import database_unavailable, validation_failed
+from ktune.server.limits import BodyLimit
+from ktune.server.recordings import RecordingCatalog
+from ktune.server.routers import best, devices, health, jobs, metrics, recordings, spaces
+from ktune.server.settings import Settings
+from ktune.server.telemetry import Telemetry
+from ktune.tuner.runner import Runner
 
 __all__ = ["STATIC", "create_app"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import hmac
 from dataclasses import dataclass
 
-from db import TuningLog
-from server.settings import Settings
+from ktune.db import TuningLog
+from ktune.server.settings import Settings
 
 __all__ = ["Principal", "authenticate"]
 

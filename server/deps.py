@@ -12,12 +12,12 @@ import anyio
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from db import TuningLog
-from server.auth import Principal, authenticate
-from server.recordings import RecordingCatalog
-from server.runner import Runner
-from server.settings import Settings
-from server.telemetry import Telemetry
+from ktune.db import TuningLog
+from ktune.server.auth import Principal, authenticate
+from ktune.server.recordings import RecordingCatalog
+from ktune.server.settings import Settings
+from ktune.server.telemetry import Telemetry
+from ktune.tuner.runner import Runner
 
 __all__ = [
     "CatalogDep",

@@ -11,7 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
-from db import DatabaseError
+from ktune.db import DatabaseError
 
 __all__ = ["ERRORS", "Message", "database_unavailable", "invalid", "unreadable_upload", "validation_failed"]
 

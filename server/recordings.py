@@ -14,8 +14,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from search_space.formats import FormatError, RecordedSpace, load_cache
-from tuner.sources import bundled_recordings
+from ktune.search_space.formats import FormatError, RecordedSpace, load_cache
+from ktune.tuner.sources import bundled_recordings
 
 __all__ = ["RecordingCatalog", "RecordingInfo", "UnknownRecording"]
 

@@ -22,7 +22,7 @@ from typing import Annotated
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from tuner.bounds import MAX_CONCURRENCY, MAX_LEASE_S, MAX_POLL_S
+from ktune.tuner.bounds import MAX_CONCURRENCY, MAX_LEASE_S, MAX_POLL_S
 
 __all__ = ["MIN_TOKEN_LENGTH", "Settings", "SettingsError"]
 
@@ -78,7 +78,7 @@ class Settings(BaseSettings):
     @field_validator("runner_backends")
     @classmethod
     def _known_backends(cls, backends: tuple[str, ...]) -> tuple[str, ...]:
-        from tuner.sources import BACKENDS, backend_unavailable
+        from ktune.tuner.sources import BACKENDS, backend_unavailable
 
         unknown = [b for b in backends if b not in BACKENDS]
         if unknown:

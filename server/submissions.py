@@ -9,19 +9,19 @@ for the server's CPU and needs a C compiler there (503 without one).
 
 from __future__ import annotations
 
-from db import JobRecord, TuningLog
-from search_space import operators
-from search_space.formats import FormatError
-from search_space.operators import host as host_operators
-from server.recordings import RecordingCatalog, UnknownRecording
-from server.schemas.jobs import JobCreate
-from tuner.budget import Budget, BudgetError
-from tuner.host_source import HostSource
-from tuner.jobs import JobError, JobRequest, create_job
-from tuner.measure import ray_pool
-from tuner.measure.ray_pool import RayPlacement
-from tuner.sources import OperatorSource, ReplaySource
-from tuner.strategies import StrategyError
+from ktune.db import JobRecord, TuningLog
+from ktune.search_space import operators
+from ktune.search_space.formats import FormatError
+from ktune.search_space.operators import cpu as cpu_operators
+from ktune.server.recordings import RecordingCatalog, UnknownRecording
+from ktune.server.schemas.jobs import JobCreate
+from ktune.tuner.budget import Budget, BudgetError
+from ktune.tuner.cpu_source import CpuSource
+from ktune.tuner.jobs import JobError, JobRequest, create_job
+from ktune.tuner.measure import ray_pool
+from ktune.tuner.measure.ray_pool import RayPlacement
+from ktune.tuner.sources import OperatorSource, ReplaySource
+from ktune.tuner.strategies import StrategyError
 
 __all__ = ["PROBE_TIMEOUT_S", "FieldError", "build_request", "submit"]
 
@@ -45,10 +45,10 @@ def build_request(body: JobCreate, catalog: RecordingCatalog, ray_address: str |
         budget = Budget(max_trials=b.trials, max_seconds=b.seconds, target_ms=b.target_ms, patience=b.patience)
     except BudgetError as exc:
         raise FieldError(("budget",), str(exc)) from None
-    source: ReplaySource | OperatorSource | HostSource
+    source: ReplaySource | OperatorSource | CpuSource
     if body.space is not None:
         source = _replayed(body, catalog)
-    elif body.operator in host_operators.names():
+    elif body.operator in cpu_operators.names():
         source = _on_this_cpu(body)
     else:
         source = _on_ray(body, ray_address)
@@ -89,12 +89,12 @@ def _on_ray(body: JobCreate, ray_address: str | None) -> OperatorSource:
     ``PROBE_TIMEOUT_S``), since the space depends on that GPU's limits."""
     assert body.operator is not None and body.shape is not None
     if body.operator not in operators.names():  # custom operators need a T1 file: CLI only
-        known = [*operators.names(), *host_operators.names()]
+        known = [*operators.names(), *cpu_operators.names()]
         raise FieldError(("operator",), f"unknown operator {body.operator!r} (choose from: {', '.join(known)})")
     if ray_address is None:
         raise FieldError(("operator",), "this server measures no GPUs: GPU operator jobs run on a Ray cluster "
                                         "(start the server with KTUNE_RAY_ADDRESS); CPU operators "
-                                        f"({', '.join(host_operators.names())}) run on the runners' CPUs")
+                                        f"({', '.join(cpu_operators.names())}) run on the runners' CPUs")
     try:
         operators.get(body.operator).workload(body.shape, body.dtype, body.layout)
     except ValueError as exc:
@@ -109,7 +109,7 @@ def _on_ray(body: JobCreate, ray_address: str | None) -> OperatorSource:
         raise FieldError(("constraints",), str(exc)) from None
 
 
-def _on_this_cpu(body: JobCreate) -> HostSource:
+def _on_this_cpu(body: JobCreate) -> CpuSource:
     """A CPU operator job, measured on the CPU of whichever runner takes ``cpu`` jobs; the
     space is built for the server's CPU, so a runner on another CPU refuses it."""
     assert body.operator is not None
@@ -117,11 +117,11 @@ def _on_this_cpu(body: JobCreate) -> HostSource:
     if given:
         raise FieldError((given[0],), f"{body.operator} runs on a CPU: {', '.join(given)} go(es) with GPU operators")
     try:
-        host_operators.get(body.operator).workload(body.shape or "", body.dtype, body.layout)
+        cpu_operators.get(body.operator).workload(body.shape or "", body.dtype, body.layout)
     except ValueError as exc:
         raise FieldError(("shape",), str(exc)) from None
     try:
-        return HostSource.open(body.operator, body.shape, body.dtype, body.layout, constraints=body.constraints)
+        return CpuSource.open(body.operator, body.shape, body.dtype, body.layout, constraints=body.constraints)
     except ValueError as exc:  # a constraint that does not parse, or leaves no config (SourceError)
         raise FieldError(("constraints",), str(exc)) from None
 

@@ -13,8 +13,8 @@ from prometheus_client import CollectorRegistry, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from db import JOB_STATES, TRIAL_STATUSES, DatabaseError, TuningLog
-from server.runner import RunnerStatus
+from ktune.db import JOB_STATES, TRIAL_STATUSES, DatabaseError, TuningLog
+from ktune.tuner.runner import RunnerStatus
 
 __all__ = ["CONTENT_TYPE", "Telemetry"]
 

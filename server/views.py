@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from db import JobRecord, TrialRecord
-from server.recordings import RecordingCatalog
-from server.schemas.jobs import BudgetOut, JobOut, SpaceRef, TrialOut
+from ktune.db import JobRecord, TrialRecord
+from ktune.server.recordings import RecordingCatalog
+from ktune.server.schemas.jobs import BudgetOut, JobOut, SpaceRef, TrialOut
 
 __all__ = ["job_out", "progress", "trial_out"]
 

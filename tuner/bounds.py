@@ -1,4 +1,4 @@
-"""The ranges of the numbers a job or a runner takes, shared by the CLI (``tuner.cli``), the
+"""The ranges of the numbers a job or a runner takes, shared by the CLI (``ktune.cli``), the
 REST schemas (``server.schemas``, ``server.routers``) and the service settings
 (``server.settings``), so that every entry point accepts the same values."""
 

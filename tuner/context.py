@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from db import JobRecord, TuningLog
-from search_space.space import SearchSpace
-from search_space.workload import Workload
-from tuner.strategies.base import SearchContext
+from ktune.db import JobRecord, TuningLog
+from ktune.search_space.space import SearchSpace
+from ktune.search_space.workload import Workload
+from ktune.tuner.strategies.base import SearchContext
 
 if TYPE_CHECKING:
-    from cost_model.prior import PriorLimit
-    from cost_model.samples import Sample
+    from ktune.cost_model.prior import PriorLimit
+    from ktune.cost_model.samples import Sample
 
 __all__ = ["search_context"]
 
@@ -29,8 +29,8 @@ def search_context(
     the usable trials of a space with the same parameters in the log, except the job's own:
     so a resumed job sees the same prior as when it started (its own trials are replayed).
     ``limit`` bounds the trials loaded (``cost_model.prior``), drawn with the job's seed."""
-    from cost_model.devices import resolve
-    from cost_model.training import samples_from_log
+    from ktune.cost_model.devices import resolve
+    from ktune.cost_model.training import samples_from_log
 
     stored = tlog.get_device(job.device_name)
     spec = resolve(job.device_name, stored.spec if stored else None)

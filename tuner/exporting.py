@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from search_space.parameters import Parameter, Value
+from ktune.search_space.parameters import Parameter, Value
 
 __all__ = ["ExportPlan", "export_parameters"]
 

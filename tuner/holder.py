@@ -14,7 +14,7 @@ import os
 import socket
 from datetime import UTC, datetime
 
-from db import JobRecord
+from ktune.db import JobRecord
 
 __all__ = ["dead_holder", "live_holder", "process_holder"]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from db import JobRecord, JobSpec, TrialIn, TuningLog
-from search_space.formats.kernel_tuner import RecordedSpace
-from tuner.jobs import toolchain
+from ktune.db import JobRecord, JobSpec, TrialIn, TuningLog
+from ktune.search_space.formats.kernel_tuner import RecordedSpace
+from ktune.tuner.jobs import toolchain
 
 __all__ = ["ImportResult", "import_recording"]
 

@@ -11,16 +11,16 @@ import platform
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from db import JobRecord, JobSpec, TrialIn, TuningLog
-from tuner import strategies
-from tuner.budget import Budget
-from tuner.context import search_context
-from tuner.holder import live_holder
-from tuner.loop import Batch, Outcome, Tuner, TunerState
-from tuner.measure.base import Backend
-from tuner.resume import restore
-from tuner.sources import Source, SourceError, open_source
-from tuner.strategies.base import Strategy
+from ktune.db import JobRecord, JobSpec, TrialIn, TuningLog
+from ktune.tuner import strategies
+from ktune.tuner.budget import Budget
+from ktune.tuner.context import search_context
+from ktune.tuner.holder import live_holder
+from ktune.tuner.loop import Batch, Outcome, Tuner, TunerState
+from ktune.tuner.measure.base import Backend
+from ktune.tuner.resume import restore
+from ktune.tuner.sources import Source, SourceError, open_source
+from ktune.tuner.strategies.base import Strategy
 
 __all__ = ["JobError", "JobRequest", "budget_of", "create_job", "run_job", "toolchain"]
 

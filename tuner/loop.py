@@ -13,11 +13,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from search_space.parameters import Config
-from search_space.space import SearchSpace
-from tuner.budget import Budget
-from tuner.measure.base import Backend, Measurement
-from tuner.strategies.base import Observation, Strategy
+from ktune.search_space.parameters import Config
+from ktune.search_space.space import SearchSpace
+from ktune.tuner.budget import Budget
+from ktune.tuner.measure.base import Backend, Measurement
+from ktune.tuner.strategies.base import Observation, Strategy
 
 __all__ = ["Batch", "Outcome", "PastTrial", "Tuner", "TunerState"]
 

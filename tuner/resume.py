@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from search_space.space import SearchSpace
-from tuner.loop import PastTrial, TunerState
-from tuner.strategies.base import Observation, Strategy, StrategyError
+from ktune.search_space.space import SearchSpace
+from ktune.tuner.loop import PastTrial, TunerState
+from ktune.tuner.strategies.base import Observation, Strategy, StrategyError
 
 __all__ = ["restore"]
 

@@ -5,8 +5,8 @@ the job's options alone, so a job can be resumed, by the CLI or a server, from w
 log holds. ``ReplaySource`` replays a recorded space (the recording's path and digest, an
 optional T1 spec, extra constraints); ``OperatorSource`` tunes an operator of
 :mod:`search_space.operators` (or a custom kernel from a T1 spec) on a local NVIDIA GPU through
-the ``cupy`` backend, or on a Ray cluster's GPUs; ``tuner.host_source.HostSource`` tunes a CPU
-kernel of :mod:`search_space.operators.host` on this machine (the ``cpu`` backend).
+the ``cupy`` backend, or on a Ray cluster's GPUs; ``tuner.cpu_source.CpuSource`` tunes a CPU
+kernel of :mod:`search_space.operators.cpu` on this machine (the ``cpu`` backend).
 :func:`open_source` rebuilds any of them from a job's backend and options.
 """
 
@@ -20,19 +20,20 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 
-from search_space.constraints import parse_constraint
-from search_space.formats import FormatError, load_cache, load_t1
-from search_space.formats.kernel_tuner import RecordedSpace
-from search_space.space import SearchSpace
-from search_space.workload import Workload
-from tuner.bounds import MAX_REPLAY_SPEED, MIN_REPLAY_SPEED
-from tuner.measure.base import Backend, BackendError
-from tuner.measure.ray_pool import RayPlacement
-from tuner.measure.replay import ReplayBackend
+from ktune.search_space import recorded
+from ktune.search_space.constraints import parse_constraint
+from ktune.search_space.formats import FormatError, load_cache, load_t1
+from ktune.search_space.formats.kernel_tuner import RecordedSpace
+from ktune.search_space.space import SearchSpace
+from ktune.search_space.workload import Workload
+from ktune.tuner.bounds import MAX_REPLAY_SPEED, MIN_REPLAY_SPEED
+from ktune.tuner.measure.base import Backend, BackendError
+from ktune.tuner.measure.ray_pool import RayPlacement
+from ktune.tuner.measure.replay import ReplayBackend
 
 if TYPE_CHECKING:
-    from search_space.operators import Operator
-    from tuner.measure.worker import TimingSettings
+    from ktune.search_space.operators import Operator
+    from ktune.tuner.measure.worker import TimingSettings
 
 __all__ = [
     "BACKENDS",
@@ -50,7 +51,7 @@ __all__ = [
     "runnable_backends",
 ]
 
-BUNDLED = Path(__file__).resolve().parent.parent / "search_space" / "recorded"
+BUNDLED = Path(recorded.__file__).resolve().parent
 
 
 class SourceError(ValueError):
@@ -248,11 +249,11 @@ class OperatorSource(MeasuredSource):
         ``op`` is a registered operator name, or ``custom`` with ``t1`` a T1 spec whose
         ``KernelFile`` is the kernel. With ``ray``, the device is a GPU of that Ray cluster
         (probed there) and ``device`` must be 0. ``detect`` replaces device detection (tests)."""
-        from search_space import operators
-        from search_space.operators import DeviceLimits
-        from search_space.operators.custom import CustomOperator
-        from tuner.measure.detect import detect_devices
-        from tuner.measure.worker import TimingSettings
+        from ktune.search_space import operators
+        from ktune.search_space.operators import DeviceLimits
+        from ktune.search_space.operators.custom import CustomOperator
+        from ktune.tuner.measure.detect import detect_devices
+        from ktune.tuner.measure.worker import TimingSettings
 
         if not timeout_s > 0:
             raise SourceError(f"timeout must be > 0 seconds, got {timeout_s}")
@@ -274,7 +275,7 @@ class OperatorSource(MeasuredSource):
         if detect is not None:
             specs = detect()
         elif ray is not None:
-            from tuner.measure.ray_pool import detect_device
+            from ktune.tuner.measure.ray_pool import detect_device
 
             specs = [detect_device(ray)]
         else:
@@ -292,7 +293,7 @@ class OperatorSource(MeasuredSource):
 
     @classmethod
     def from_options(cls, options: dict[str, Any], detect: Callable[[], list[dict[str, Any]]] | None = None) -> OperatorSource:
-        from tuner.measure.worker import TimingSettings
+        from ktune.tuner.measure.worker import TimingSettings
 
         wl = Workload.from_key(options["workload"])
         source = cls.open(
@@ -334,8 +335,8 @@ class OperatorSource(MeasuredSource):
         return f"measured on {self.ray.describe()}" if self.ray else f"measured on CUDA device {self.device}"
 
     def backend(self) -> Backend:
-        from tuner.measure.cupy_backend import CupyBackend
-        from tuner.measure.worker import TimingSettings
+        from ktune.tuner.measure.cupy_backend import CupyBackend
+        from ktune.tuner.measure.worker import TimingSettings
 
         op: str | Operator = self.operator if self.t1 else self.operator.name
         backend = CupyBackend(op, self.workload, devices=[self.device], settings=self.settings or TimingSettings(),
@@ -362,17 +363,17 @@ def check_unchanged(source: Source, options: dict[str, Any], where: str) -> None
         raise SourceError("the job's search space changed since it started (different device limits or ktune)")
 
 
-def _open_host(options: dict[str, Any]) -> Source:
-    from tuner.host_source import HostSource
+def _open_cpu(options: dict[str, Any]) -> Source:
+    from ktune.tuner.cpu_source import CpuSource
 
-    return HostSource.from_options(options)
+    return CpuSource.from_options(options)
 
 
 _OPENERS: dict[str, Callable[[dict[str, Any]], Source]] = {
     "replay": lambda options: ReplaySource.from_options(options),
     "cupy": lambda options: OperatorSource.from_options(options),
     "ray": lambda options: OperatorSource.from_options(options),
-    "cpu": _open_host,
+    "cpu": _open_cpu,
 }
 #: the backends a job may name (``ktune worker --backend``, ``KTUNE_RUNNER_BACKENDS``)
 BACKENDS: tuple[str, ...] = tuple(_OPENERS)
@@ -384,7 +385,7 @@ def backend_unavailable(name: str) -> str | None:
     if name == "ray" and importlib.util.find_spec("ray") is None:
         return "Ray is not installed (pip install 'ktune[ray]')"
     if name == "cpu":
-        from tuner.measure.host_backend import compiler_unavailable
+        from ktune.tuner.measure.cpu_backend import compiler_unavailable
 
         return compiler_unavailable()
     return None

@@ -12,8 +12,8 @@ from logging.config import fileConfig
 from alembic import context
 from sqlalchemy.engine import Connection
 
-from db.engine import make_engine, resolve_url
-from db.models import Base
+from ktune.db.engine import make_engine, resolve_url
+from ktune.db.schema import Base
 
 config = context.config
 target_metadata = Base.metadata

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from search_space.formats.errors import FormatError
-from search_space.formats.kernel_tuner import Record, RecordedSpace, load_cache, write_cache
+from ktune.search_space.formats.errors import FormatError
+from ktune.search_space.formats.kernel_tuner import Record, RecordedSpace, load_cache, write_cache
 
 __all__ = [
     "FormatError",
@@ -22,9 +22,9 @@ __all__ = [
 ]
 
 _LAZY = {
-    "load_t1": "search_space.formats.t1",
-    "T1Spec": "search_space.formats.t1",
-    "load_t4": "search_space.formats.t4",
+    "load_t1": "ktune.search_space.formats.t1",
+    "T1Spec": "ktune.search_space.formats.t1",
+    "load_t4": "ktune.search_space.formats.t4",
 }
 
 

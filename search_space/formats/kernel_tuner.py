@@ -24,19 +24,19 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol
 
-from search_space.formats.numbers import finite_float
-from search_space.formats.reading import MISSING as _MISSING
-from search_space.formats.reading import canonical as _canonical
-from search_space.formats.reading import format_error as _error
-from search_space.formats.reading import is_number as _is_number
-from search_space.formats.reading import read_bytes as _read_bytes
-from search_space.formats.reading import shown as _shown
-from search_space.formats.reading import value_tables as _value_tables
-from search_space.formats.writing import first_by_config
-from search_space.formats.writing import replace_atomically as _replace_atomically
-from search_space.parameters import Config, Parameter, ParameterError
-from search_space.space import SearchSpace
-from search_space.workload import Workload, WorkloadError
+from ktune.search_space.formats.numbers import finite_float
+from ktune.search_space.formats.reading import MISSING as _MISSING
+from ktune.search_space.formats.reading import canonical as _canonical
+from ktune.search_space.formats.reading import format_error as _error
+from ktune.search_space.formats.reading import is_number as _is_number
+from ktune.search_space.formats.reading import read_bytes as _read_bytes
+from ktune.search_space.formats.reading import shown as _shown
+from ktune.search_space.formats.reading import value_tables as _value_tables
+from ktune.search_space.formats.writing import first_by_config
+from ktune.search_space.formats.writing import replace_atomically as _replace_atomically
+from ktune.search_space.parameters import Config, Parameter, ParameterError
+from ktune.search_space.space import SearchSpace
+from ktune.search_space.workload import Workload, WorkloadError
 
 __all__ = [
     "FAILURE_BY_STATUS",

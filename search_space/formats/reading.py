@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from search_space.formats.errors import FormatError
-from search_space.parameters import Parameter, Value
+from ktune.search_space.formats.errors import FormatError
+from ktune.search_space.parameters import Parameter, Value
 
 __all__ = ["MISSING", "canonical", "format_error", "is_number", "read_bytes", "shown", "value_tables"]
 

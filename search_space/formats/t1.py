@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from search_space.constraints import ConstraintError
-from search_space.formats.errors import FormatError
-from search_space.formats.numbers import finite_float
-from search_space.parameters import Parameter, ParameterError
-from search_space.space import SearchSpace, SpaceError
+from ktune.search_space.constraints import ConstraintError
+from ktune.search_space.formats.errors import FormatError
+from ktune.search_space.formats.numbers import finite_float
+from ktune.search_space.parameters import Parameter, ParameterError
+from ktune.search_space.space import SearchSpace, SpaceError
 
 __all__ = ["T1Spec", "load_t1", "spec_from_dict"]
 

@@ -22,16 +22,16 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from search_space.formats.errors import FormatError
-from search_space.formats.kernel_tuner import (
+from ktune.search_space.formats.errors import FormatError
+from ktune.search_space.formats.kernel_tuner import (
     FAILURE_BY_STATUS,
     MAX_MS,
     Record,
     RecordedSpace,
     RecordLike,
 )
-from search_space.formats.numbers import finite_float
-from search_space.formats.reading import (
+from ktune.search_space.formats.numbers import finite_float
+from ktune.search_space.formats.reading import (
     MISSING,
     canonical,
     format_error,
@@ -40,10 +40,10 @@ from search_space.formats.reading import (
     shown,
     value_tables,
 )
-from search_space.formats.t1 import T1Spec
-from search_space.formats.writing import first_by_config, replace_atomically
-from search_space.parameters import Parameter
-from search_space.space import SearchSpace
+from ktune.search_space.formats.t1 import T1Spec
+from ktune.search_space.formats.writing import first_by_config, replace_atomically
+from ktune.search_space.parameters import Parameter
+from ktune.search_space.space import SearchSpace
 
 __all__ = ["STATUS_BY_INVALIDITY", "NotT4Error", "is_t4_file", "load_t4", "looks_like_t4", "write_t4"]
 

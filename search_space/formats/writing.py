@@ -10,8 +10,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from search_space.formats.reading import MISSING, canonical, value_tables
-from search_space.parameters import Parameter, Value
+from ktune.search_space.formats.reading import MISSING, canonical, value_tables
+from ktune.search_space.parameters import Parameter, Value
 
 __all__ = ["export_value", "first_by_config", "replace_atomically"]
 

@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from search_space.operators.base import (
+from ktune.search_space.operators.base import (
     Arguments,
     DeviceLimits,
     KernelSource,
@@ -34,11 +34,11 @@ __all__ = [
 
 # name -> "module:Class", imported on first use
 REGISTRY: dict[str, str] = {
-    "matmul": "search_space.operators.matmul:Matmul",
-    "conv2d": "search_space.operators.conv2d:Conv2d",
-    "reduction": "search_space.operators.reduction:Reduction",
-    "softmax": "search_space.operators.softmax:Softmax",
-    "transpose": "search_space.operators.transpose:Transpose",
+    "matmul": "ktune.search_space.operators.matmul:Matmul",
+    "conv2d": "ktune.search_space.operators.conv2d:Conv2d",
+    "reduction": "ktune.search_space.operators.reduction:Reduction",
+    "softmax": "ktune.search_space.operators.softmax:Softmax",
+    "transpose": "ktune.search_space.operators.transpose:Transpose",
 }
 
 
@@ -50,8 +50,8 @@ def get(name: str) -> Operator:
     """The operator called ``name``; :class:`OperatorError` naming the choices otherwise."""
     target = REGISTRY.get(name)
     if target is None:
-        from search_space.operators import host
+        from ktune.search_space.operators import cpu
 
         raise OperatorError(f"unknown operator {name!r} (choose from: {', '.join(REGISTRY)}; "
-                            f"on the CPU: {', '.join(host.names())})")
+                            f"on the CPU: {', '.join(cpu.names())})")
     return instantiate(target)  # type: ignore[no-any-return]

@@ -22,9 +22,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from search_space.parameters import Config, Parameter, Value
-from search_space.space import SearchSpace
-from search_space.workload import Workload, WorkloadError
+from ktune.search_space.parameters import Config, Parameter, Value
+from ktune.search_space.space import SearchSpace
+from ktune.search_space.workload import Workload, WorkloadError
 
 __all__ = [
     "Arguments",
@@ -378,7 +378,7 @@ def instantiate(target: str) -> Any:
 
 def template(name: str) -> str:
     """The text of a CUDA template shipped in ``search_space/operators/cuda``."""
-    return resources.files("search_space.operators").joinpath(f"cuda/{name}").read_text(encoding="utf-8")
+    return resources.files("ktune.search_space.operators").joinpath(f"cuda/{name}").read_text(encoding="utf-8")
 
 
 def param_range(lo: int, hi: int) -> list[int]:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from search_space.operators.base import (
+from ktune.search_space.operators.base import (
     Arguments,
     DeviceLimits,
     KernelSource,
@@ -20,11 +20,11 @@ from search_space.operators.base import (
     Operator,
     template,
 )
-from search_space.operators.conv_problem import ConvProblem, ConvShape
-from search_space.operators.matmul import SIMT_CONSTRAINTS, simt_gemm_coverage, simt_launch
-from search_space.parameters import Config, Parameter
-from search_space.space import SearchSpace
-from search_space.workload import Workload
+from ktune.search_space.operators.conv_problem import ConvProblem, ConvShape
+from ktune.search_space.operators.matmul import SIMT_CONSTRAINTS, simt_gemm_coverage, simt_launch
+from ktune.search_space.parameters import Config, Parameter
+from ktune.search_space.space import SearchSpace
+from ktune.search_space.workload import Workload
 
 __all__ = ["Conv2d", "ConvShape"]
 

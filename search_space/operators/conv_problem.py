@@ -14,8 +14,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from search_space.operators.base import Arguments, OperatorError, ShapedOperator, parse_shape
-from search_space.workload import Workload
+from ktune.search_space.operators.base import Arguments, OperatorError, ShapedOperator, parse_shape
+from ktune.search_space.workload import Workload
 
 __all__ = ["ConvProblem", "ConvShape"]
 

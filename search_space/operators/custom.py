@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from search_space.formats import FormatError, load_t1
-from search_space.operators.base import (
+from ktune.search_space.formats import FormatError, load_t1
+from ktune.search_space.operators.base import (
     Arguments,
     DeviceLimits,
     KernelSource,
@@ -33,9 +33,9 @@ from search_space.operators.base import (
     Tolerance,
     ceil_div,
 )
-from search_space.parameters import Config, Parameter, Value
-from search_space.space import SearchSpace
-from search_space.workload import Workload
+from ktune.search_space.parameters import Config, Parameter, Value
+from ktune.search_space.space import SearchSpace
+from ktune.search_space.workload import Workload
 
 __all__ = ["CustomOperator"]
 

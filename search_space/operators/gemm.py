@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from search_space.operators.base import Arguments, ShapedOperator
-from search_space.workload import Workload
+from ktune.search_space.operators.base import Arguments, ShapedOperator
+from ktune.search_space.workload import Workload
 
 __all__ = ["GemmProblem"]
 

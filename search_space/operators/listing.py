@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from search_space.operators import get as get_gpu
-from search_space.operators import host
-from search_space.operators import names as gpu_names
-from search_space.operators.base import ShapedOperator
+from ktune.search_space.operators import cpu
+from ktune.search_space.operators import get as get_gpu
+from ktune.search_space.operators import names as gpu_names
+from ktune.search_space.operators.base import ShapedOperator
 
 __all__ = ["OperatorInfo", "all_operators"]
 
@@ -32,4 +32,4 @@ class OperatorInfo:
 def all_operators() -> list[OperatorInfo]:
     """The GPU operators, then the CPU ones, in registry order."""
     return ([OperatorInfo.of(get_gpu(n), "gpu") for n in gpu_names()]
-            + [OperatorInfo.of(host.get(n), "cpu") for n in host.names()])
+            + [OperatorInfo.of(cpu.get(n), "cpu") for n in cpu.names()])

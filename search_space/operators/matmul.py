@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from search_space.operators.base import (
+from ktune.search_space.operators.base import (
     DeviceLimits,
     KernelSource,
     Launch,
@@ -21,10 +21,10 @@ from search_space.operators.base import (
     ceil_div,
     template,
 )
-from search_space.operators.gemm import GemmProblem
-from search_space.parameters import Config, Parameter
-from search_space.space import SearchSpace
-from search_space.workload import Workload
+from ktune.search_space.operators.gemm import GemmProblem
+from ktune.search_space.parameters import Config, Parameter
+from ktune.search_space.space import SearchSpace
+from ktune.search_space.workload import Workload
 
 __all__ = ["Matmul", "simt_gemm_coverage"]
 

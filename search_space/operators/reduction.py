@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from search_space.operators.base import (
+from ktune.search_space.operators.base import (
     Arguments,
     DeviceLimits,
     KernelSource,
@@ -21,9 +21,9 @@ from search_space.operators.base import (
     param_range,
     template,
 )
-from search_space.parameters import Config, Parameter
-from search_space.space import SearchSpace
-from search_space.workload import Workload
+from ktune.search_space.parameters import Config, Parameter
+from ktune.search_space.space import SearchSpace
+from ktune.search_space.workload import Workload
 
 __all__ = ["Reduction"]
 

@@ -9,9 +9,9 @@ from fastapi import APIRouter, HTTPException, Query, status
 from fastapi.responses import JSONResponse
 
 import ktune
-from server.deps import LogDep, Reader, TelemetryDep
-from server.errors import ERRORS, invalid
-from server.schemas.lookup import AnswerOut
+from ktune.server.deps import LogDep, Reader, TelemetryDep
+from ktune.server.errors import ERRORS, invalid
+from ktune.server.schemas.lookup import AnswerOut
 
 __all__ = ["router"]
 

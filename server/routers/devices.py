@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from server.deps import LogDep, Reader
-from server.errors import ERRORS
-from server.schemas.catalog import DeviceOut, DevicePage
+from ktune.server.deps import LogDep, Reader
+from ktune.server.errors import ERRORS
+from ktune.server.schemas.catalog import DeviceOut, DevicePage
 
 __all__ = ["router"]
 

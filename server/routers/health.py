@@ -6,8 +6,8 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
-from db import DatabaseError
-from server.deps import LogDep, RunnerDep
+from ktune.db import DatabaseError
+from ktune.server.deps import LogDep, RunnerDep
 
 __all__ = ["Health", "router"]
 

@@ -6,15 +6,15 @@ from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Path, Query, status
 
-from db import JobStateConflict
-from server.deps import CatalogDep, LogDep, Reader, RunnerDep, SettingsDep, Writer
-from server.errors import ERRORS, invalid
-from server.schemas.jobs import JobCreate, JobOut, JobPage, JobState, TrialPage
-from server.submissions import FieldError, submit
-from server.views import job_out, trial_out
-from tuner.bounds import MAX_JOB_ID
-from tuner.holder import dead_holder
-from tuner.measure.base import BackendError
+from ktune.db import JobStateConflict
+from ktune.server.deps import CatalogDep, LogDep, Reader, RunnerDep, SettingsDep, Writer
+from ktune.server.errors import ERRORS, invalid
+from ktune.server.schemas.jobs import JobCreate, JobOut, JobPage, JobState, TrialPage
+from ktune.server.submissions import FieldError, submit
+from ktune.server.views import job_out, trial_out
+from ktune.tuner.bounds import MAX_JOB_ID
+from ktune.tuner.holder import dead_holder
+from ktune.tuner.measure.base import BackendError
 
 __all__ = ["MAX_JOBS_PAGE", "MAX_TRIALS_PAGE", "router"]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from server.deps import Reader, TelemetryDep
-from server.errors import ERRORS
-from server.telemetry import CONTENT_TYPE
+from ktune.server.deps import Reader, TelemetryDep
+from ktune.server.errors import ERRORS
+from ktune.server.telemetry import CONTENT_TYPE
 
 __all__ = ["router"]
 

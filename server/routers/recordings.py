@@ -16,13 +16,13 @@ from typing import Annotated
 import anyio
 from fastapi import APIRouter, Query, Request, Response, status
 
-from db import TuningLog
-from search_space.formats import FormatError, load_cache
-from search_space.formats.kernel_tuner import renamed
-from server.deps import LogDep, Writer
-from server.errors import ERRORS, unreadable_upload
-from server.schemas.recordings import RecordingImported
-from tuner.importing import import_recording
+from ktune.db import TuningLog
+from ktune.search_space.formats import FormatError, load_cache
+from ktune.search_space.formats.kernel_tuner import renamed
+from ktune.server.deps import LogDep, Writer
+from ktune.server.errors import ERRORS, unreadable_upload
+from ktune.server.schemas.recordings import RecordingImported
+from ktune.tuner.importing import import_recording
 
 __all__ = ["router"]
 

@@ -6,11 +6,11 @@ import logging
 
 from fastapi import APIRouter
 
-from search_space.formats import FormatError
-from search_space.operators.listing import all_operators
-from server.deps import CatalogDep, LogDep, Reader, SettingsDep
-from server.errors import ERRORS
-from server.schemas.catalog import (
+from ktune.search_space.formats import FormatError
+from ktune.search_space.operators.listing import all_operators
+from ktune.server.deps import CatalogDep, LogDep, Reader, SettingsDep
+from ktune.server.errors import ERRORS
+from ktune.server.schemas.catalog import (
     OperatorOut,
     ParameterOut,
     RecordingOut,
@@ -18,8 +18,8 @@ from server.schemas.catalog import (
     StrategyOut,
     WorkloadOut,
 )
-from tuner import strategies as registry
-from tuner.measure.host_backend import compiler_unavailable
+from ktune.tuner import strategies as registry
+from ktune.tuner.measure.cpu_backend import compiler_unavailable
 
 __all__ = ["router"]
 

@@ -7,8 +7,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from tuner import strategies
-from tuner.bounds import (
+from ktune.tuner import strategies
+from ktune.tuner.bounds import (
     MAX_BATCH,
     MAX_RAY_WORKERS,
     MAX_REPLAY_SPEED,

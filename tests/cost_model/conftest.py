@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cost_model.devices import DeviceSpec, default_catalog
-from cost_model.samples import Sample
-from search_space import Parameter, SearchSpace, Workload
-from search_space.formats import RecordedSpace, load_cache
+from ktune.cost_model.devices import DeviceSpec, default_catalog
+from ktune.cost_model.samples import Sample
+from ktune.search_space import Parameter, SearchSpace, Workload
+from ktune.search_space.formats import RecordedSpace, load_cache
 
 RECORDED = Path(__file__).resolve().parents[2] / "search_space" / "recorded"
 

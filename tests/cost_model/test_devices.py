@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cost_model.devices import (
+from ktune.cost_model.devices import (
     CATALOG_PATH,
     Catalog,
     CatalogError,

@@ -8,11 +8,11 @@ from collections.abc import Mapping
 import numpy as np
 import pytest
 
-from cost_model.devices import default_catalog
-from cost_model.embedding import EMBEDDING_NAMES, embed, explain
-from cost_model.features import FeatureError, FeatureExtractor
-from search_space import Parameter, SearchSpace, Value, Workload
-from search_space.formats import RecordedSpace
+from ktune.cost_model.devices import default_catalog
+from ktune.cost_model.embedding import EMBEDDING_NAMES, embed, explain
+from ktune.cost_model.features import FeatureError, FeatureExtractor
+from ktune.search_space import Parameter, SearchSpace, Value, Workload
+from ktune.search_space.formats import RecordedSpace
 
 
 @pytest.mark.parametrize("fixture", ["convolution", "pnpoly"])

@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 
 from benchmarks.prior_scaling import add_synthetic_gpus
-from cost_model import ModelError, PriorLimit, limit_samples, resolve
-from cost_model.prior import PriorGroup, choose
-from cost_model.samples import Sample
-from cost_model.training import samples_from_log
-from db import TuningLog
-from search_space.formats import RecordedSpace
-from tuner.strategies.auto import AutoSearch
-from tuner.strategies.base import SearchContext
+from ktune.cost_model import ModelError, PriorLimit, limit_samples, resolve
+from ktune.cost_model.prior import PriorGroup, choose
+from ktune.cost_model.samples import Sample
+from ktune.cost_model.training import samples_from_log
+from ktune.db import TuningLog
+from ktune.search_space.formats import RecordedSpace
+from ktune.tuner.strategies.auto import AutoSearch
+from ktune.tuner.strategies.base import SearchContext
 
 A4000 = "NVIDIA RTX A4000"
 
@@ -115,10 +115,10 @@ def _key(s: Sample) -> tuple[str, str, str, float | None]:
 
 
 def test_a_tuning_job_loads_a_bounded_reproducible_prior(big_log: TuningLog, convolution: RecordedSpace) -> None:
-    from tuner.budget import Budget
-    from tuner.context import search_context
-    from tuner.jobs import JobRequest, create_job, run_job
-    from tuner.sources import ReplaySource
+    from ktune.tuner.budget import Budget
+    from ktune.tuner.context import search_context
+    from ktune.tuner.jobs import JobRequest, create_job, run_job
+    from ktune.tuner.sources import ReplaySource
 
     source = ReplaySource.open(convolution.path)
     job = create_job(big_log, JobRequest(source, "auto", Budget(max_trials=12), seed=4))

@@ -10,15 +10,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cost_model.devices import default_catalog
-from cost_model.samples import group_ids
-from cost_model.similarity import source_similarity
-from cost_model.training import samples_from_log
-from cost_model.transfer import TransferModel
-from db import TuningLog
-from search_space.formats import RecordedSpace, load_cache, write_cache
-from tuner.importing import import_recording
-from tuner.strategies import Observation
+from ktune.cost_model.devices import default_catalog
+from ktune.cost_model.samples import group_ids
+from ktune.cost_model.similarity import source_similarity
+from ktune.cost_model.training import samples_from_log
+from ktune.cost_model.transfer import TransferModel
+from ktune.db import TuningLog
+from ktune.search_space.formats import RecordedSpace, load_cache, write_cache
+from ktune.tuner.importing import import_recording
+from ktune.tuner.strategies import Observation
 
 A6000 = "NVIDIA RTX A6000"
 RTX3090 = "NVIDIA GeForce RTX 3090"  # nearest to the A6000 by spec, never measured here
@@ -122,7 +122,7 @@ def test_unknown_device_ranks_with_a_warning(
 def test_a_log_without_matching_trials_is_a_clear_error(
     db_url: str, convolution: RecordedSpace
 ) -> None:
-    from cost_model.model import ModelError
+    from ktune.cost_model.model import ModelError
 
     with TuningLog.open(db_url) as tlog, pytest.raises(ModelError, match="no successful trial"):
         TransferModel.from_log(tlog, convolution.space, convolution.workload(), A6000)

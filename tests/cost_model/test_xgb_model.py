@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cost_model.devices import default_catalog
-from cost_model.features import FeatureExtractor
-from cost_model.model import ModelError
-from cost_model.samples import Sample, group_ids, relative_throughput
-from cost_model.xgb import XGBCostModel
-from search_space import SearchSpace, Workload
+from ktune.cost_model.devices import default_catalog
+from ktune.cost_model.features import FeatureExtractor
+from ktune.cost_model.model import ModelError
+from ktune.cost_model.samples import Sample, group_ids, relative_throughput
+from ktune.cost_model.xgb import XGBCostModel
+from ktune.search_space import SearchSpace, Workload
 from tests.cost_model.conftest import samples_of, synthetic_time
 
 A4000 = "NVIDIA RTX A4000"

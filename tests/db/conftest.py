@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from db import DeviceRecord, TuningLog, WorkloadRecord
+from ktune.db import DeviceRecord, TuningLog, WorkloadRecord
 
 
 @pytest.fixture

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from alembic import command
 
-import db.repository
-from db import DeviceRecord, LookupQuery, TrialIn, TrialRecord, TuningLog, WorkloadRecord
-from db.engine import make_engine, resolve_url
-from db.migrate import alembic_config
+from ktune.db import DeviceRecord, LookupQuery, TrialIn, TrialRecord, TuningLog, WorkloadRecord
+from ktune.db import repository as db_repository
+from ktune.db.engine import make_engine, resolve_url
+from ktune.db.migrate import alembic_config
 from tests.db.test_db_repository import job_spec
 
 
@@ -126,7 +126,7 @@ def test_concurrent_writers_take_effect_in_the_order_of_their_trials(
     cannot leave the new one's config as best, even if it commits first."""
     add(log, workload, device, t({"tile": 1}, 1.0))
     inserted, release = threading.Event(), threading.Event()
-    real = db.repository._upsert_best
+    real = db_repository._upsert_best
 
     def slow_upsert(*args: Any, **kwargs: Any) -> None:
         if threading.current_thread().name == "new":
@@ -134,7 +134,7 @@ def test_concurrent_writers_take_effect_in_the_order_of_their_trials(
             release.wait(10)
         real(*args, **kwargs)
 
-    monkeypatch.setattr(db.repository, "_upsert_best", slow_upsert)
+    monkeypatch.setattr(db_repository, "_upsert_best", slow_upsert)
     errors: list[BaseException] = []
 
     def write(config: dict[str, Any], time_ms: float) -> None:

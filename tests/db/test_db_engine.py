@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-import db
-from db import DatabaseError, TuningLog, default_url, resolve_url
-from db.engine import mask_url
+from ktune import db
+from ktune.db import DatabaseError, TuningLog, default_url, resolve_url
+from ktune.db.engine import mask_url
 
 
 def test_public_surface() -> None:
@@ -135,7 +135,7 @@ def test_sqlite_pragmas(tmp_path: Path) -> None:
 
 
 def test_sqlite_enforces_foreign_keys(tmp_path: Path) -> None:
-    from db import ConstraintError
+    from ktune.db import ConstraintError
 
     with (
         TuningLog.open(f"sqlite:///{tmp_path / 'k.db'}") as log,

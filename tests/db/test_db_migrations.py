@@ -11,11 +11,11 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 
-import db.migrate
-from db import DatabaseError, TuningLog, resolve_url, upgrade
-from db.engine import mask_url
-from db.migrate import alembic_config, current_revision, head_revision
-from db.models import Base
+from ktune.db import DatabaseError, TuningLog, resolve_url, upgrade
+from ktune.db import migrate as db_migrate
+from ktune.db.engine import mask_url
+from ktune.db.migrate import alembic_config, current_revision, head_revision
+from ktune.db.schema import Base
 
 TABLES = {"alembic_version", "device", "workload", "job", "trial", "best_config", "api_token"}
 
@@ -110,7 +110,7 @@ def test_concurrent_first_opens_migrate_once(db_url: str, monkeypatch: pytest.Mo
         runs.append(1)
         real_upgrade(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(db.migrate.command, "upgrade", counting_upgrade)
+    monkeypatch.setattr(db_migrate.command, "upgrade", counting_upgrade)
     barrier = threading.Barrier(4)
     errors: list[BaseException] = []
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from alembic import command
 
-from db import DatabaseError, JobSpec, LookupQuery, TrialIn, TuningLog
-from db.engine import DatabaseInputError, mask_url, resolve_url
-from db.migrate import alembic_config, current_revision, head_revision
+from ktune.db import DatabaseError, JobSpec, LookupQuery, TrialIn, TuningLog
+from ktune.db.engine import DatabaseInputError, mask_url, resolve_url
+from ktune.db.migrate import alembic_config, current_revision, head_revision
 
 KEY = "matmul/64x64x64/float32"
 

@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-import db.repository
-from db import (
+from ktune.db import (
     ConstraintError,
     DeviceRecord,
     JobSpec,
@@ -18,6 +17,7 @@ from db import (
     TuningLog,
     WorkloadRecord,
 )
+from ktune.db import repository as db_repository
 
 
 def job_spec(workload: WorkloadRecord, device: DeviceRecord, **overrides: Any) -> JobSpec:
@@ -376,7 +376,7 @@ def test_crash_mid_batch_writes_nothing(
     def crash(*args: Any, **kwargs: Any) -> None:
         raise KeyboardInterrupt("killed after the inserts")
 
-    monkeypatch.setattr(db.repository, step, crash)
+    monkeypatch.setattr(db_repository, step, crash)
     with pytest.raises(KeyboardInterrupt):
         log.add_trials(job.id, workload.id, device.id, "replay", [trial(1, 0.1), trial(2, 0.2)])
     monkeypatch.undo()

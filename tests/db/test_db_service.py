@@ -11,7 +11,7 @@ import pytest
 from alembic import command
 from sqlalchemy import select
 
-from db import (
+from ktune.db import (
     DeviceRecord,
     JobStateConflict,
     LeaseLost,
@@ -21,9 +21,9 @@ from db import (
     WorkloadRecord,
     shape_distance,
 )
-from db.engine import make_engine, resolve_url
-from db.migrate import alembic_config
-from db.rows import token_t
+from ktune.db.engine import make_engine, resolve_url
+from ktune.db.migrate import alembic_config
+from ktune.db.queries import token_t
 from tests.db.test_db_repository import job_spec, trial
 
 

@@ -17,10 +17,10 @@ import pytest
 import typer
 import yaml
 
-from server.settings import Settings
-from tuner.cli.app import app
-from tuner.measure.ray_pool import ADDRESS_ENV
-from tuner.sources import BACKENDS
+from ktune.cli.app import app
+from ktune.server.settings import Settings
+from ktune.tuner.measure.ray_pool import ADDRESS_ENV
+from ktune.tuner.sources import BACKENDS
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"

@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 
 import ktune
-from cost_model.devices import default_catalog
-from db import TrialIn, TuningLog
-from search_space import operators
-from search_space.operators.base import DeviceLimits
+from ktune.cost_model.devices import default_catalog
+from ktune.db import TrialIn, TuningLog
+from ktune.search_space import operators
+from ktune.search_space.operators.base import DeviceLimits
 
 SOURCE = "NVIDIA A100-PCIE-40GB"
 TARGET = "NVIDIA RTX A6000"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import ktune
-from db import LookupQuery, TuningLog
+from ktune.db import LookupQuery, TuningLog
 
 
 def test_public_surface() -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from search_space.parameters import Parameter
+from ktune.search_space.parameters import Parameter
 
 RECORDED = Path(__file__).resolve().parents[2] / "search_space" / "recorded"
 

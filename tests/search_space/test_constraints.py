@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from search_space.constraints import Constraint, ConstraintError, parse_constraint
+from ktune.search_space.constraints import Constraint, ConstraintError, parse_constraint
 
 NAMES = ("a", "b", "c")
 
@@ -199,8 +199,8 @@ def test_int_overflow_is_exact_not_wrapped(expression, oracle):
 
 
 def test_overflow_does_not_empty_a_space():
-    from search_space.parameters import Parameter
-    from search_space.space import SearchSpace
+    from ktune.search_space.parameters import Parameter
+    from ktune.search_space.space import SearchSpace
 
     block = Parameter.of("block_size_x", [16, 32, 64, 128])
     assert len(SearchSpace([block], ["block_size_x * 2**62 > 0"])) == 4

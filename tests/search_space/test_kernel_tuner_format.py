@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-import search_space.recorded
-from search_space.formats import FormatError, RecordedSpace, load_cache, write_cache
-from search_space.parameters import Parameter
+from ktune.search_space import recorded as recorded_package
+from ktune.search_space.formats import FormatError, RecordedSpace, load_cache, write_cache
+from ktune.search_space.parameters import Parameter
 
-RECORDED = Path(search_space.recorded.__file__).parent
+RECORDED = Path(recorded_package.__file__).parent
 CONVOLUTION = RECORDED / "convolution_A4000.json.gz"
 PNPOLY = RECORDED / "pnpoly_RTX_3090.json.gz"
 

@@ -10,8 +10,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from search_space.operators import DeviceLimits, get
-from tuner.measure.static import CompilerUnavailable, analyze, default_compiler, launch_problem
+from ktune.search_space.operators import DeviceLimits, get
+from ktune.tuner.measure.static import (
+    CompilerUnavailable,
+    analyze,
+    default_compiler,
+    launch_problem,
+)
 
 CASES = [
     ("matmul", "4096x4096x4096", "float32", ""),

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from search_space import Value
-from search_space.formats import FormatError
-from search_space.operators import DeviceLimits, OperatorError
-from search_space.operators.custom import CustomOperator
+from ktune.search_space import Value
+from ktune.search_space.formats import FormatError
+from ktune.search_space.operators import DeviceLimits, OperatorError
+from ktune.search_space.operators.custom import CustomOperator
 
 VECTOR_ADD = """
 extern "C" __global__ void vector_add(float* c, const float* a, const float* b, int n) {

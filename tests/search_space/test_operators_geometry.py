@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from search_space import Config
-from search_space.operators import Arguments, DeviceLimits, get
-from search_space.operators.conv2d import Conv2d, ConvShape
+from ktune.search_space import Config
+from ktune.search_space.operators import Arguments, DeviceLimits, get
+from ktune.search_space.operators.conv2d import Conv2d, ConvShape
 
 LIMITS = DeviceLimits.for_arch("sm_80")
 
@@ -55,7 +55,7 @@ def test_coverage_detects_a_wrong_geometry() -> None:
     short = op.workload("64x65", "float32")  # same config on a wider matrix: one more tile column
     counts = op.coverage(config, short)
     assert counts.shape == (65, 64) and (counts == 1).all()
-    from search_space.operators.base import Launch
+    from ktune.search_space.operators.base import Launch
 
     real = op.launch
     op.launch = lambda config, workload: Launch((1, 2, 1), (32, 8, 1))  # type: ignore[method-assign]

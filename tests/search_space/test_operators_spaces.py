@@ -8,8 +8,8 @@ import re
 import numpy as np
 import pytest
 
-from search_space.operators import DeviceLimits, OperatorError, get, names
-from search_space.workload import Workload
+from ktune.search_space.operators import DeviceLimits, OperatorError, get, names
+from ktune.search_space.workload import Workload
 
 A100 = DeviceLimits.for_arch("sm_80")
 WORKLOADS = [

@@ -11,9 +11,9 @@ import tracemalloc
 import numpy as np
 import pytest
 
-import search_space
 from benchmarks.space_construction import synthetic
-from search_space import (
+from ktune import search_space
+from ktune.search_space import (
     Constraint,
     ConstraintError,
     Parameter,
@@ -22,7 +22,7 @@ from search_space import (
     SpaceError,
     parse_constraint,
 )
-from search_space.enumeration import binding_order, enumerate_ranks
+from ktune.search_space.enumeration import binding_order, enumerate_ranks
 
 P = Parameter.of
 

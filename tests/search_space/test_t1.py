@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from search_space.formats import FormatError as ExportedFormatError
-from search_space.formats.errors import FormatError
-from search_space.formats.t1 import T1Spec, load_t1
+from ktune.search_space.formats import FormatError as ExportedFormatError
+from ktune.search_space.formats.errors import FormatError
+from ktune.search_space.formats.t1 import T1Spec, load_t1
 
 
 def test_format_error_is_shared_and_a_value_error():

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from db import TuningLog
-from search_space.formats import FormatError, RecordedSpace, load_cache, load_t1
-from search_space.formats.t4 import is_t4_file, load_t4
+from ktune.cli.app import main
+from ktune.db import TuningLog
+from ktune.search_space.formats import FormatError, RecordedSpace, load_cache, load_t1
+from ktune.search_space.formats.t4 import is_t4_file, load_t4
+from ktune.tuner.importing import import_recording
 from tests.search_space.conftest import RECORDED
-from tuner.cli.app import main
-from tuner.importing import import_recording
 
 DEVICE = "NVIDIA RTX A4000"
 SPEC = RECORDED / "convolution_t1.json"
@@ -203,7 +203,7 @@ def test_export_as_t4_round_trips_and_meets_the_t4_schema(
 
 def test_timeouts_and_wrong_results_survive_a_t4_round_trip(tmp_path: Path) -> None:
     """Unlike a Kernel Tuner cache, T4 tells a timeout and a wrong result from a crash."""
-    from search_space.formats.t4 import write_t4
+    from ktune.search_space.formats.t4 import write_t4
 
     spec = load_t1(SPEC)
     configs = spec.space.configs([0, 1, 2, 3])

@@ -14,8 +14,8 @@ with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")
     from fastapi.testclient import TestClient
 
-from db import TuningLog
-from server import Settings, create_app
+from ktune.db import TuningLog
+from ktune.server import Settings, create_app
 
 TOKEN = "test-token-0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

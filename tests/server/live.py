@@ -33,7 +33,7 @@ class Server:
             "PYTHONUNBUFFERED": "1",
         }
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tuner.cli.app", "serve", "--port", "0", "--db", db_url, "--log-level", "warning"],
+            [sys.executable, "-m", "ktune.cli.app", "serve", "--port", "0", "--db", db_url, "--log-level", "warning"],
             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=self._stderr, text=True,
         )
         assert self.proc.stdout is not None

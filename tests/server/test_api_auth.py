@@ -7,8 +7,8 @@ import logging
 import pytest
 from fastapi.testclient import TestClient
 
-from db import TuningLog
-from server import Settings, SettingsError
+from ktune.db import TuningLog
+from ktune.server import Settings, SettingsError
 from tests.server.conftest import AUTH, TOKEN, job_body, make_client
 
 

@@ -12,11 +12,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 import ktune
-from db import JobSpec, LookupQuery, TrialIn, TuningLog
-from search_space.formats import load_cache
-from search_space.workload import Workload
-from tuner.importing import import_recording
-from tuner.sources import bundled_recordings
+from ktune.db import JobSpec, LookupQuery, TrialIn, TuningLog
+from ktune.search_space.formats import load_cache
+from ktune.search_space.workload import Workload
+from ktune.tuner.importing import import_recording
+from ktune.tuner.sources import bundled_recordings
 
 A100 = "NVIDIA A100-PCIE-40GB"
 
@@ -97,8 +97,8 @@ def test_nearest_tuned_shape_on_the_same_device(idle_client: TestClient, tuned: 
 
 @pytest.fixture
 def catalog() -> Iterator[Any]:
-    devices = pytest.importorskip("cost_model.devices")
-    embedding = pytest.importorskip("cost_model.embedding")
+    devices = pytest.importorskip("ktune.cost_model.devices")
+    embedding = pytest.importorskip("ktune.cost_model.embedding")
     by_name = getattr(devices, "lookup", None) or devices.resolve
     if by_name("NVIDIA RTX A4000") is None or by_name("NVIDIA GeForce RTX 3090") is None:
         pytest.skip("the device catalog does not know the RTX A4000 and RTX 3090")

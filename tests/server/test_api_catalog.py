@@ -9,7 +9,7 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from db import TuningLog
+from ktune.db import TuningLog
 from tests.server.conftest import AUTH, CONV, PNPOLY, finished, make_client, submit, wait_until
 
 

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from db import TuningLog
-from server.runner import Runner
-from server.settings import Settings, SettingsError
+from ktune.db import TuningLog
+from ktune.server.settings import Settings, SettingsError
+from ktune.tuner.measure.cpu_detect import cpu_spec
+from ktune.tuner.runner import Runner
 from tests.server.conftest import AUTH
-from tuner.measure.host_detect import cpu_spec
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc) on this machine")
 

@@ -6,7 +6,7 @@ import json
 
 from fastapi.testclient import TestClient
 
-from db import TuningLog
+from ktune.db import TuningLog
 from tests.server.conftest import AUTH, CONV, CONV_DEVICE, PNPOLY, finished, submit, wait_until
 
 

@@ -11,12 +11,12 @@ import pytest
 import ray
 from fastapi.testclient import TestClient
 
-from db import TuningLog
-from server.runner import Runner
+from ktune.db import TuningLog
+from ktune.tuner.measure import cupy_backend, ray_pool
+from ktune.tuner.measure.base import BackendError
+from ktune.tuner.runner import Runner
 from tests.server.conftest import AUTH, make_client
 from tests.tuner.cupy_planted import FAKE_GPU, planted
-from tuner.measure import cupy_backend, ray_pool
-from tuner.measure.base import BackendError
 
 MATMUL: dict[str, Any] = {"operator": "matmul", "shape": "256x256x256", "strategy": "random", "seed": 1,
                           "budget": {"trials": 6}, "batch_size": 3, "gpu_workers": 2}

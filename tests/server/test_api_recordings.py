@@ -9,10 +9,10 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
-from db import TuningLog
-from search_space.formats import load_cache
+from ktune.db import TuningLog
+from ktune.search_space.formats import load_cache
+from ktune.tuner.sources import bundled_recordings
 from tests.server.conftest import AUTH, CONV_DEVICE, make_client
-from tuner.sources import bundled_recordings
 
 CONV_FILE = bundled_recordings()["convolution_A4000"]
 

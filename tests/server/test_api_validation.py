@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from db import TuningLog
+from ktune.db import TuningLog
 from tests.server.conftest import AUTH, job_body
 
 
@@ -143,9 +143,9 @@ BAD_LOOKUPS = [
 
 
 def test_bad_lookups_are_422_naming_the_field(idle_client: TestClient, tlog: TuningLog) -> None:
-    from search_space.formats import load_cache
-    from tuner.importing import import_recording
-    from tuner.sources import bundled_recordings
+    from ktune.search_space.formats import load_cache
+    from ktune.tuner.importing import import_recording
+    from ktune.tuner.sources import bundled_recordings
 
     import_recording(tlog, load_cache(bundled_recordings()["convolution_A4000"]))
     for params, field in BAD_LOOKUPS:

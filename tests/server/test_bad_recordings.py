@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-import server.recordings
-from db import TuningLog
-from search_space.formats import FormatError
-from server import Settings, SettingsError
-from server.runner import Runner
+from ktune.db import TuningLog
+from ktune.search_space.formats import FormatError
+from ktune.server import Settings, SettingsError
+from ktune.server import recordings as server_recordings
+from ktune.tuner.runner import Runner
 from tests.recordings import kt_cache
 from tests.server.conftest import AUTH, make_client
 
@@ -109,8 +109,8 @@ def test_an_unexpected_reader_error_is_still_a_broken_file(
         raise OverflowError("a bug of the reader")
 
     job_id = _job(dir_client, "good").json()["id"]
-    monkeypatch.setattr(server.recordings, "_cache", {})  # read every file again, with the bug
-    monkeypatch.setattr(server.recordings, "load_cache", reader_bug)
+    monkeypatch.setattr(server_recordings, "_cache", {})  # read every file again, with the bug
+    monkeypatch.setattr(server_recordings, "load_cache", reader_bug)
     response = dir_client.get("/v1/spaces")
     assert response.status_code == 200 and response.json()["recordings"] == []
     listed = dir_client.get("/v1/jobs")

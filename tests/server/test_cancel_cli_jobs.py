@@ -6,10 +6,10 @@ import signal
 
 from fastapi.testclient import TestClient
 
-from db import TuningLog
+from ktune.cli.app import main
+from ktune.db import TuningLog
 from tests.server.conftest import AUTH
 from tests.tuner.test_resume_cli import _job, _start, _wait_for_trials
-from tuner.cli.app import main
 
 
 def test_a_live_cli_job_stops_within_a_batch_of_a_cancel(idle_client: TestClient, db_url: str) -> None:

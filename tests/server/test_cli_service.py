@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 
 import ktune
-from db import TrialIn, TuningLog
-from search_space.workload import Workload
+from ktune.cli.app import main
+from ktune.db import TrialIn, TuningLog
+from ktune.search_space.workload import Workload
+from ktune.tuner.budget import Budget
+from ktune.tuner.jobs import JobRequest, create_job
+from ktune.tuner.sources import ReplaySource, bundled_recordings
 from tests.server.conftest import CONV
-from tuner.budget import Budget
-from tuner.cli.app import main
-from tuner.jobs import JobRequest, create_job
-from tuner.sources import ReplaySource, bundled_recordings
 
 A100 = "NVIDIA A100-PCIE-40GB"
 SHAPES = [(512, 512, 512), (1024, 1024, 1024), (4096, 4096, 4096), (1024, 4096, 1024), (8192, 256, 2048)]
@@ -114,9 +114,9 @@ def test_best_json_and_env_give_the_lookup(capsys: pytest.CaptureFixture[str], d
 
 def test_env_says_while_the_answer_is_still_being_tuned() -> None:
     """A Makefile that includes the env answer can tell a final answer from a provisional one."""
-    from db.records import LookupQuery
     from ktune import Answer
-    from tuner.cli.lookup_formats import render_env
+    from ktune.cli.lookup_formats import render_env
+    from ktune.db.records import LookupQuery
 
     query = LookupQuery("matmul/64x64x64/float32", "matmul", (64, 64, 64), "float32", "", A100)
     answer = Answer(query, "cost_model", query.workload_key, A100, {"tile_m": 64, "tuning": 1}, None, None, 0.0, None,

@@ -67,8 +67,8 @@ def _job_with_predictions(path: Path) -> int:
 
     Created running without a lease (as ``ktune tune`` does), so the server's runner leaves it.
     """
-    from db import JobSpec, TrialIn, TuningLog
-    from tuner.sources import ReplaySource, bundled_recordings
+    from ktune.db import JobSpec, TrialIn, TuningLog
+    from ktune.tuner.sources import ReplaySource, bundled_recordings
 
     source = ReplaySource.open(bundled_recordings()[PNPOLY])
     wl = source.workload

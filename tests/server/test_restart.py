@@ -7,12 +7,12 @@ import signal
 import time
 from pathlib import Path
 
-from db import TuningLog
+from ktune.db import TuningLog
+from ktune.tuner.budget import Budget
+from ktune.tuner.jobs import JobRequest, create_job, run_job
+from ktune.tuner.sources import ReplaySource, bundled_recordings
 from tests.server.conftest import AUTH, CONV
 from tests.server.live import Server
-from tuner.budget import Budget
-from tuner.jobs import JobRequest, create_job, run_job
-from tuner.sources import ReplaySource, bundled_recordings
 
 BUDGET = 60
 

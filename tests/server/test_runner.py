@@ -8,11 +8,11 @@ from collections.abc import Callable
 
 import pytest
 
-from db import LeaseLost, TrialIn, TuningLog
-from server.runner import Runner
-from tuner.budget import Budget
-from tuner.jobs import JobRequest, create_job
-from tuner.sources import ReplaySource, bundled_recordings
+from ktune.db import LeaseLost, TrialIn, TuningLog
+from ktune.tuner.budget import Budget
+from ktune.tuner.jobs import JobRequest, create_job
+from ktune.tuner.runner import Runner
+from ktune.tuner.sources import ReplaySource, bundled_recordings
 
 CONV = bundled_recordings()["convolution_A4000"]
 
@@ -164,7 +164,7 @@ def test_a_job_that_cannot_start_is_marked_failed_and_the_runner_goes_on(db_url:
         assert bad is not None
         from sqlalchemy import update
 
-        from db.rows import job_t
+        from ktune.db.queries import job_t
 
         with tlog._write() as conn:
             conn.execute(update(job_t).where(job_t.c.id == ids[0]).values(options={**bad.spec.options, "digest": "0" * 64}))

@@ -19,7 +19,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from server import Settings, create_app
+from ktune.server import Settings, create_app
 from tests.server.conftest import AUTH, CONV, TOKEN, finished, make_client, submit, wait_until
 
 EXAMPLES = 25

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from search_space.parameters import Parameter
-from search_space.space import SearchSpace
-from tuner.sources import ReplaySource, bundled_recordings
+from ktune.search_space.parameters import Parameter
+from ktune.search_space.space import SearchSpace
+from ktune.tuner.sources import ReplaySource, bundled_recordings
 
 RECORDED = Path(__file__).resolve().parents[2] / "search_space" / "recorded"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import time
 
-from tuner.measure.pool import WorkerReply
+from ktune.tuner.measure.pool import WorkerReply
 
 FAKE_GPU = {"name": "Planted GPU", "vendor": "NVIDIA", "architecture": "Ampere", "compute_capability": "8.0",
             "max_threads_per_block": 1024, "shared_memory_per_block_kib": 48, "shared_memory_per_block_optin_kib": 163,

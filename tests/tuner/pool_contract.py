@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from tuner.measure.pool import SlotPool
+from ktune.tuner.measure.pool import SlotPool
 
 
 def assert_isolation(pool: SlotPool, *, crash_says: str) -> None:

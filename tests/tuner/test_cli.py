@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tuner.cli.app import main
-from tuner.sources import bundled_recordings
+from ktune.cli.app import main
+from ktune.tuner.sources import bundled_recordings
 
 PNPOLY = str(bundled_recordings()["pnpoly_RTX_3090"])
 CONV = str(bundled_recordings()["convolution_A4000"])

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from db import TuningLog
+from ktune.cli.app import main
+from ktune.db import TuningLog
+from ktune.tuner import strategies
+from ktune.tuner.sources import bundled_recordings
 from tests.recordings import kt_cache, write_kt_cache
-from tuner import strategies
-from tuner.cli.app import main
-from tuner.sources import bundled_recordings
 
 PNPOLY = str(bundled_recordings()["pnpoly_RTX_3090"])
 PNPOLY_WORKLOAD = "cn_pnpoly/20000000/-"
@@ -211,7 +211,7 @@ def test_a_failed_out_write_after_tuning_is_one_line_and_the_trials_stay(
     def disk_full(path: Path, document: object) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
 
-    monkeypatch.setattr("tuner.cli.tune.write_json_atomic", disk_full)
+    monkeypatch.setattr("ktune.cli.tune.write_json_atomic", disk_full)
     out = tmp_path / "run.json"
     line = refused(capsys, "tune", "--replay", PNPOLY, "--budget", "4", "--out", str(out), "-q", "--db", log_url)
     (job_id,) = jobs_in(log_url)
@@ -431,7 +431,7 @@ def test_a_header_of_a_value_beyond_long_long_is_one_line(
 
 
 def test_the_int64_edges_are_valid_c_literals() -> None:
-    from tuner.cli.lookup_formats import _c_value
+    from ktune.cli.lookup_formats import _c_value
 
     assert _c_value(2**63 - 1) == "9223372036854775807LL"
     assert _c_value(-(2**63)) == "(-9223372036854775807LL - 1)"

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 import ktune
-from db import DatabaseError, TrialIn, TuningLog
-from search_space.workload import MAX_DIM, Workload, WorkloadError
-from tuner.cli.app import main
+from ktune.cli.app import main
+from ktune.db import DatabaseError, TrialIn, TuningLog
+from ktune.search_space.workload import MAX_DIM, Workload, WorkloadError
 
 A4000 = "NVIDIA RTX A4000"
 A6000 = "NVIDIA RTX A6000"  # in the catalog, nothing tuned on it: the A4000 is its most similar

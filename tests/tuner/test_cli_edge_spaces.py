@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from search_space.formats import load_cache, write_cache
-from tuner import strategies
-from tuner.cli.app import main
-from tuner.sources import bundled_recordings
+from ktune.cli.app import main
+from ktune.search_space.formats import load_cache, write_cache
+from ktune.tuner import strategies
+from ktune.tuner.sources import bundled_recordings
 
 PNPOLY = bundled_recordings()["pnpoly_RTX_3090"]
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import ktune
-from db import TrialIn, TuningLog
-from tuner.sources import bundled_recordings
+from ktune.db import TrialIn, TuningLog
+from ktune.tuner.sources import bundled_recordings
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cmake"
 A4000 = "NVIDIA RTX A4000"

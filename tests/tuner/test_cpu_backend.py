@@ -9,15 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from search_space.operators import OperatorError
-from search_space.operators.host import HostLimits
-from search_space.operators.host import get as get_host
-from search_space.workload import Workload
-from tests.tuner.host_planted import Planted
-from tuner.measure.base import BackendError, Measurement, Status
-from tuner.measure.host_backend import CpuBackend, machine_lock
-from tuner.measure.host_detect import cpu_spec
-from tuner.measure.timing import TimingSettings
+from ktune.search_space.operators import OperatorError
+from ktune.search_space.operators.cpu import CpuLimits
+from ktune.search_space.operators.cpu import get as get_cpu
+from ktune.search_space.workload import Workload
+from ktune.tuner.measure.base import BackendError, Measurement, Status
+from ktune.tuner.measure.cpu_backend import CpuBackend, machine_lock
+from ktune.tuner.measure.cpu_detect import cpu_spec
+from ktune.tuner.measure.timing import TimingSettings
+from tests.tuner.cpu_planted import Planted
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc) on this machine")
 
@@ -58,8 +58,8 @@ def test_compiled_libraries_are_removed_on_close() -> None:
 
 def measure_sample(name: str, workload: Workload, n: int, seed: int) -> tuple[list[Measurement], CpuBackend]:
     """``n`` configs of the operator's space for this CPU, drawn with ``seed``, measured."""
-    op = get_host(name)
-    space = op.space(workload, HostLimits.from_spec(cpu_spec()))
+    op = get_cpu(name)
+    space = op.space(workload, CpuLimits.from_spec(cpu_spec()))
     picks = np.random.default_rng(seed).choice(len(space), n, replace=False)
     backend = CpuBackend(name, workload, settings=QUICK)
     try:
@@ -71,7 +71,7 @@ def measure_sample(name: str, workload: Workload, n: int, seed: int) -> tuple[li
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_matmul_configs_compute_the_product_on_odd_shapes(dtype: str) -> None:
     """Sampled configs of cpu_matmul, on a shape no tile divides, all pass the reference check."""
-    results, backend = measure_sample("cpu_matmul", get_host("cpu_matmul").workload("37x53x29", dtype), 12, 0)
+    results, backend = measure_sample("cpu_matmul", get_cpu("cpu_matmul").workload("37x53x29", dtype), 12, 0)
     assert [r.status for r in results] == [Status.OK] * len(results), [r.error for r in results]
     assert all(r.extra["max_error_ratio"] <= 1.0 and r.compile_ms > 0 for r in results)
     assert backend.spec["name"] == cpu_spec()["name"] and backend.spec["compiler"]
@@ -87,34 +87,34 @@ def test_matmul_configs_compute_the_product_on_odd_shapes(dtype: str) -> None:
 )
 def test_conv2d_configs_compute_the_convolution(shape: str, layout: str) -> None:
     """Sampled configs of cpu_conv2d on awkward convolutions all pass the reference check."""
-    workload = get_host("cpu_conv2d").workload(shape, "float32", layout)
+    workload = get_cpu("cpu_conv2d").workload(shape, "float32", layout)
     results, _ = measure_sample("cpu_conv2d", workload, 10, 1)
     assert [r.status for r in results] == [Status.OK] * len(results), [r.error for r in results]
 
 
 def test_the_space_follows_the_cpu() -> None:
-    op = get_host("cpu_matmul")
+    op = get_cpu("cpu_matmul")
     workload = op.workload("512x512x512")
-    small = op.space(workload, HostLimits(cores=2, vector_bytes=32, vector_registers=16))
-    large = op.space(workload, HostLimits(cores=64, vector_bytes=64, vector_registers=32))
+    small = op.space(workload, CpuLimits(cores=2, vector_bytes=32, vector_registers=16))
+    large = op.space(workload, CpuLimits(cores=64, vector_bytes=64, vector_registers=32))
     assert {c["threads"] for c in small.configs(range(len(small)))} == {1, 2}
     assert max(c["threads"] for c in large.configs(range(len(large)))) == 64
     # the register block's accumulators fit in the vector registers: 16 x 32 bytes = 128 floats
     assert max(c["micro_i"] * c["micro_j"] for c in small.configs(range(len(small)))) == 128
-    tiny = op.space(op.workload("8x8x8"), HostLimits(cores=4))
+    tiny = op.space(op.workload("8x8x8"), CpuLimits(cores=4))
     assert all(c["tile_i"] <= 8 and c["threads"] == 1 for c in tiny.configs(range(len(tiny))))
 
 
 def test_bad_workloads_are_operator_errors() -> None:
-    op = get_host("cpu_matmul")
+    op = get_cpu("cpu_matmul")
     with pytest.raises(OperatorError, match="needs 3 dimensions"):
         op.workload("64x64")
     with pytest.raises(OperatorError, match="float16"):
         op.workload("64x64x64", "float16")
     with pytest.raises(OperatorError, match="cpu_matmul, cpu_conv2d"):
-        get_host("cpu_conv")
+        get_cpu("cpu_conv")
     with pytest.raises(OperatorError, match="cpu_conv2d: layout 'NHWC' not supported"):
-        get_host("cpu_conv2d").workload("1x8x8x8x8x3x3", "float32", "NHWC")
+        get_cpu("cpu_conv2d").workload("1x8x8x8x8x3x3", "float32", "NHWC")
 
 
 def test_a_missing_compiler_is_a_backend_error(monkeypatch) -> None:
@@ -158,9 +158,9 @@ def test_a_batch_waits_while_another_job_measures_on_this_machine() -> None:
 
 
 def test_an_unreadable_lock_file_does_not_stop_measuring(monkeypatch, tmp_path: Path) -> None:
-    from tuner.measure import host_backend
+    from ktune.tuner.measure import cpu_backend
 
-    monkeypatch.setattr(host_backend, "LOCK_PATH", tmp_path / "missing-dir" / "lock")
+    monkeypatch.setattr(cpu_backend, "LOCK_PATH", tmp_path / "missing-dir" / "lock")
     op = Planted()
     backend = CpuBackend(op, op.workload("100"), settings=QUICK)
     try:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from db import TuningLog
-from tuner.cli.app import main
-from tuner.host_source import HostSource
-from tuner.measure.host_detect import cpu_spec
+from ktune.cli.app import main
+from ktune.db import TuningLog
+from ktune.tuner.cpu_source import CpuSource
+from ktune.tuner.measure.cpu_detect import cpu_spec
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc) on this machine")
 
@@ -55,10 +55,10 @@ def test_a_padded_cpu_conv2d_job_runs_and_keys_its_padding(capsys, tmp_path: Pat
 
 def test_a_stopped_cpu_job_resumes_on_the_same_machine(capsys, tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'k.db'}"
-    source = HostSource.open("cpu_matmul", "32x32x32")
+    source = CpuSource.open("cpu_matmul", "32x32x32")
     with TuningLog.open(db) as tlog:
-        from tuner.budget import Budget
-        from tuner.jobs import JobRequest, create_job
+        from ktune.tuner.budget import Budget
+        from ktune.tuner.jobs import JobRequest, create_job
 
         job = create_job(tlog, JobRequest(source, "random", Budget(max_trials=4), seed=1))
     code, out, err = ktune(capsys, "tune", "--resume", str(job.id), "--quiet", "--db", db)
@@ -66,7 +66,7 @@ def test_a_stopped_cpu_job_resumes_on_the_same_machine(capsys, tmp_path: Path) -
     # the same job's options on another CPU are refused, not measured there
     other = {**source.spec, "name": "Another CPU (96 cores)", "cores": 96}
     with pytest.raises(ValueError, match="the job ran on .* this machine is Another CPU"):
-        HostSource.from_options(source.options(), detect=lambda: other)
+        CpuSource.from_options(source.options(), detect=lambda: other)
 
 
 @pytest.mark.parametrize(

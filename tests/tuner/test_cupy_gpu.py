@@ -12,13 +12,13 @@ from functools import cache
 import numpy as np
 import pytest
 
-from search_space import Config
-from search_space.operators import DeviceLimits, get
-from search_space.operators.custom import CustomOperator
-from tuner.measure.base import BackendError, Status
-from tuner.measure.cupy_backend import CupyBackend
-from tuner.measure.detect import detect_devices
-from tuner.measure.worker import TimingSettings
+from ktune.search_space import Config
+from ktune.search_space.operators import DeviceLimits, get
+from ktune.search_space.operators.custom import CustomOperator
+from ktune.tuner.measure.base import BackendError, Status
+from ktune.tuner.measure.cupy_backend import CupyBackend
+from ktune.tuner.measure.detect import detect_devices
+from ktune.tuner.measure.worker import TimingSettings
 
 
 @cache

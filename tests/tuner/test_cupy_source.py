@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from db import TuningLog
+from ktune.cli.app import main
+from ktune.db import TuningLog
+from ktune.tuner.budget import Budget
+from ktune.tuner.jobs import JobError, JobRequest, create_job, run_job
+from ktune.tuner.measure import detect
+from ktune.tuner.measure.base import BackendError
+from ktune.tuner.sources import OperatorSource, SourceError, open_source
 from tests.tuner.cupy_planted import FAKE_GPU
-from tuner.budget import Budget
-from tuner.cli.app import main
-from tuner.jobs import JobError, JobRequest, create_job, run_job
-from tuner.measure import detect
-from tuner.measure.base import BackendError
-from tuner.sources import OperatorSource, SourceError, open_source
 
 H100 = {**FAKE_GPU, "name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0", "shared_memory_per_block_optin_kib": 227}
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from search_space.formats import load_cache
-from search_space.parameters import Parameter
+from ktune.cli.app import main
+from ktune.search_space.formats import load_cache
+from ktune.search_space.parameters import Parameter
+from ktune.tuner.exporting import export_parameters
 from tests.recordings import kt_cache, write_kt_cache
-from tuner.cli.app import main
-from tuner.exporting import export_parameters
 
 STORED = (Parameter.of("a", [1, 2]), Parameter.of("b", [1]))
 

@@ -13,17 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from db import JobRecord, TuningLog
+from ktune.cli import tune as tune_command
+from ktune.cli.app import main
+from ktune.db import JobRecord, TuningLog
+from ktune.tuner.holder import live_holder, process_holder
 from tests.tuner.test_resume_cli import _job, _start, _wait_for_trials
-from tuner.cli import tune as tune_command
-from tuner.cli.app import main
-from tuner.holder import live_holder, process_holder
 
 
 def _running(tlog: TuningLog) -> JobRecord:
-    from tuner.budget import Budget
-    from tuner.jobs import JobRequest, create_job
-    from tuner.sources import ReplaySource, bundled_recordings
+    from ktune.tuner.budget import Budget
+    from ktune.tuner.jobs import JobRequest, create_job
+    from ktune.tuner.sources import ReplaySource, bundled_recordings
 
     source = ReplaySource.open(bundled_recordings()["pnpoly_RTX_3090"])
     return create_job(tlog, JobRequest(source, "random", Budget(max_trials=5), seed=1), state="running")

@@ -6,12 +6,12 @@ from collections.abc import Sequence
 
 import pytest
 
-from tuner import strategies
-from tuner.budget import Budget, BudgetError
-from tuner.loop import Tuner
-from tuner.measure.base import Status
-from tuner.measure.fake import FunctionBackend
-from tuner.strategies import Observation
+from ktune.tuner import strategies
+from ktune.tuner.budget import Budget, BudgetError
+from ktune.tuner.loop import Tuner
+from ktune.tuner.measure.base import Status
+from ktune.tuner.measure.fake import FunctionBackend
+from ktune.tuner.strategies import Observation
 
 from .conftest import quadratic_time
 

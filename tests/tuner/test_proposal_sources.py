@@ -11,17 +11,17 @@ import math
 import numpy as np
 import pytest
 
-from cost_model.samples import Sample
-from search_space.parameters import Parameter
-from search_space.space import SearchSpace
-from search_space.workload import Workload
-from tuner import strategies
-from tuner.proposals.annealing import anneal
-from tuner.proposals.coordinate import coordinate_moves
-from tuner.proposals.rl_agent import KnobMoveAgent
-from tuner.proposals.tpe import TPESource
-from tuner.sampling.adaptive import AdaptiveSampler
-from tuner.strategies import Observation, SearchContext
+from ktune.cost_model.samples import Sample
+from ktune.search_space.parameters import Parameter
+from ktune.search_space.space import SearchSpace
+from ktune.search_space.workload import Workload
+from ktune.tuner import strategies
+from ktune.tuner.proposals.annealing import anneal
+from ktune.tuner.proposals.coordinate import coordinate_moves
+from ktune.tuner.proposals.rl_agent import KnobMoveAgent
+from ktune.tuner.proposals.tpe import TPESource
+from ktune.tuner.sampling.adaptive import AdaptiveSampler
+from ktune.tuner.strategies import Observation, SearchContext
 
 VALUES = [1, 2, 4, 8, 16, 32, 64]
 
@@ -207,7 +207,7 @@ def test_a_misleading_log_does_not_trap_auto(space: SearchSpace) -> None:
     ``auto`` in the log GPU's basin, a local optimum on the target. Its explorer (one
     proposal in 8, ignoring the log) finds the target's own basin and the main walk follows;
     without the explorer the job never leaves the trap."""
-    from tuner.strategies.auto import AutoSearch
+    from ktune.tuner.strategies.auto import AutoSearch
 
     class WithoutExplorer(AutoSearch):
         explorer_share = 0.0
@@ -250,7 +250,7 @@ def test_plans_grow_when_measurements_are_cheap(space: SearchSpace, times: np.nd
 def test_auto_on_a_space_too_large_to_score_whole(space: SearchSpace, times: np.ndarray) -> None:
     """Above ``exhaustive_limit`` configs the model scores samples and neighbourhoods, not a
     table of the whole space: the search still proposes distinct configs and walks to the top."""
-    from tuner.strategies.auto import AutoSearch
+    from ktune.tuner.strategies.auto import AutoSearch
 
     class Sampled(AutoSearch):
         exhaustive_limit = 500  # the 4,508-config space counts as large

@@ -6,7 +6,7 @@ import threading
 
 import ray
 
-from tuner.measure.ray_pool import connect
+from ktune.tuner.measure.ray_pool import connect
 
 
 def test_slots_that_join_at_once_all_get_the_one_connection() -> None:

@@ -11,20 +11,20 @@ import numpy as np
 import pytest
 import ray
 
-from db import TuningLog
-from search_space.operators import DeviceLimits
-from search_space.operators.custom import CustomOperator
+from ktune.cli.app import main
+from ktune.db import TuningLog
+from ktune.search_space.operators import DeviceLimits
+from ktune.search_space.operators.custom import CustomOperator
+from ktune.tuner.budget import Budget
+from ktune.tuner.jobs import JobRequest, create_job, run_job
+from ktune.tuner.measure import cupy_backend, ray_pool
+from ktune.tuner.measure.base import BackendError, Status
+from ktune.tuner.measure.cupy_backend import CupyBackend
+from ktune.tuner.measure.pool import PoolError
+from ktune.tuner.measure.ray_pool import RayPlacement, RayWorkerPool
+from ktune.tuner.sources import OperatorSource, SourceError, open_source
 from tests.tuner.cupy_planted import FAKE_GPU, broken, planted, planted_per_process
 from tests.tuner.pool_contract import assert_isolation
-from tuner.budget import Budget
-from tuner.cli.app import main
-from tuner.jobs import JobRequest, create_job, run_job
-from tuner.measure import cupy_backend, ray_pool
-from tuner.measure.base import BackendError, Status
-from tuner.measure.cupy_backend import CupyBackend
-from tuner.measure.pool import PoolError
-from tuner.measure.ray_pool import RayPlacement, RayWorkerPool
-from tuner.sources import OperatorSource, SourceError, open_source
 
 #: actors without GPUs: the cluster here has none, and the planted functions need none
 CPU = RayPlacement("local", workers=1, num_gpus=0)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from tuner import strategies
+from ktune.tuner import strategies
 
 
 def test_registry_lists_random_and_optuna() -> None:

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from tuner.measure.base import Status
-from tuner.measure.replay import ReplayBackend
+from ktune.tuner.measure.base import Status
+from ktune.tuner.measure.replay import ReplayBackend
 
 
 def test_ok_records_come_back_with_time_and_cost(convolution) -> None:

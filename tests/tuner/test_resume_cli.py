@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from db import JobRecord, TuningLog
-from tuner.cli.app import main
-from tuner.sources import bundled_recordings
+from ktune.cli.app import main
+from ktune.db import JobRecord, TuningLog
+from ktune.tuner.sources import bundled_recordings
 
 CONV = str(bundled_recordings()["convolution_A4000"])
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,7 +29,7 @@ def _job(tlog: TuningLog, job_id: int) -> JobRecord:
 def _start(db_url: str, strategy: str, budget: int) -> subprocess.Popen[str]:
     # --replay-speed makes the replayed GPU time pass in real time (50x faster), so the job
     # runs long enough to be killed part-way.
-    cmd = [sys.executable, "-m", "tuner.cli.app", "tune", "--replay", CONV, "--strategy", strategy,
+    cmd = [sys.executable, "-m", "ktune.cli.app", "tune", "--replay", CONV, "--strategy", strategy,
            "--budget", str(budget), "--seed", "3", "--batch", "2", "--replay-speed", "50", "--db", db_url, "-q"]
     # A launcher without job control (`cmd &` in a script) starts us with SIGINT ignored, and
     # an ignored signal stays ignored across exec: the job would shrug off the Ctrl-C below.
@@ -117,11 +117,11 @@ def test_a_stopped_auto_job_on_cheap_measurements_resumes_the_same_sequence(tmp_
     """pnpoly is measured in 0.24 s, so ``auto`` plans more than 8 proposals at a time, sized by
     the measurement costs it was told; on resume it reads them back from the logged job clock
     (through SQLite and PostgreSQL) and must size its plans, and so propose, exactly as before."""
-    from tuner.budget import Budget
-    from tuner.jobs import JobRequest, create_job, run_job
-    from tuner.resume import restore
-    from tuner.sources import ReplaySource
-    from tuner.strategies import create
+    from ktune.tuner.budget import Budget
+    from ktune.tuner.jobs import JobRequest, create_job, run_job
+    from ktune.tuner.resume import restore
+    from ktune.tuner.sources import ReplaySource
+    from ktune.tuner.strategies import create
 
     source = ReplaySource.open(bundled_recordings()["pnpoly_RTX_3090"])
     request = JobRequest(source, "auto", Budget(max_trials=40), seed=3, batch_size=1)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from search_space.operators import DeviceLimits, KernelSource, Launch
-from tuner.measure.static import (
+from ktune.search_space.operators import DeviceLimits, KernelSource, Launch
+from ktune.tuner.measure.static import (
     CompilerUnavailable,
     NvccCompiler,
     NvrtcCompiler,

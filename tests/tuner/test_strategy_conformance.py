@@ -7,14 +7,14 @@ from typing import cast
 import numpy as np
 import pytest
 
-from cost_model.samples import Sample
-from tuner import strategies
-from tuner.budget import Budget
-from tuner.loop import Tuner
-from tuner.measure.base import Status
-from tuner.measure.fake import FunctionBackend
-from tuner.resume import restore
-from tuner.strategies import Observation, SearchContext
+from ktune.cost_model.samples import Sample
+from ktune.tuner import strategies
+from ktune.tuner.budget import Budget
+from ktune.tuner.loop import Tuner
+from ktune.tuner.measure.base import Status
+from ktune.tuner.measure.fake import FunctionBackend
+from ktune.tuner.resume import restore
+from ktune.tuner.strategies import Observation, SearchContext
 
 from .conftest import quadratic_time
 

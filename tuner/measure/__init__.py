@@ -9,6 +9,6 @@ cluster (``ray_pool``); ``static`` compiles without a GPU to learn registers and
 
 from __future__ import annotations
 
-from tuner.measure.base import Backend, BackendError, Measurement, Status
+from ktune.tuner.measure.base import Backend, BackendError, Measurement, Status
 
 __all__ = ["Backend", "BackendError", "Measurement", "Status"]

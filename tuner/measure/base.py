@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from search_space.parameters import Config
+from ktune.search_space.parameters import Config
 
 __all__ = ["Backend", "BackendError", "Measurement", "Status", "error_text"]
 

@@ -14,13 +14,13 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from search_space.operators import Operator
-from search_space.workload import Workload
-from tuner.measure.base import BackendError
-from tuner.measure.pool import Factory, SlotPool, WorkerPool
-from tuner.measure.pooled import PooledBackend
-from tuner.measure.ray_pool import RayPlacement, RayWorkerPool
-from tuner.measure.worker import MeasureSpec, TimingSettings, make_measurer
+from ktune.search_space.operators import Operator
+from ktune.search_space.workload import Workload
+from ktune.tuner.measure.base import BackendError
+from ktune.tuner.measure.pool import Factory, SlotPool, WorkerPool
+from ktune.tuner.measure.pooled import PooledBackend
+from ktune.tuner.measure.ray_pool import RayPlacement, RayWorkerPool
+from ktune.tuner.measure.worker import MeasureSpec, TimingSettings, make_measurer
 
 __all__ = ["CupyBackend"]
 

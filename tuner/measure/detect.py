@@ -14,7 +14,7 @@ import importlib.util
 import multiprocessing as mp
 from typing import Any
 
-from tuner.measure.base import BackendError
+from ktune.tuner.measure.base import BackendError
 
 __all__ = ["cuda_unavailable", "detect_devices", "device_spec"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from search_space.parameters import Config
-from tuner.measure.base import Backend, Measurement, Status
+from ktune.search_space.parameters import Config
+from ktune.tuner.measure.base import Backend, Measurement, Status
 
 __all__ = ["FunctionBackend"]
 

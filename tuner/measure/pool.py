@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, Literal, Self
 
-from tuner.measure.base import BackendError
+from ktune.tuner.measure.base import BackendError
 
 __all__ = ["PoolError", "SlotPool", "TaskResult", "WorkerPool", "WorkerReply", "call_function", "start_function"]
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from search_space.parameters import Config
-from tuner.measure.base import Backend, Measurement, Status
-from tuner.measure.pool import SlotPool, TaskResult
+from ktune.search_space.parameters import Config
+from ktune.tuner.measure.base import Backend, Measurement, Status
+from ktune.tuner.measure.pool import SlotPool, TaskResult
 
 __all__ = ["PooledBackend"]
 

@@ -29,9 +29,9 @@ import warnings
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from tuner.bounds import MAX_RAY_WORKERS
-from tuner.measure.base import BackendError
-from tuner.measure.pool import (
+from ktune.tuner.bounds import MAX_RAY_WORKERS
+from ktune.tuner.measure.base import BackendError
+from ktune.tuner.measure.pool import (
     Factory,
     PoolError,
     SlotPool,
@@ -253,7 +253,7 @@ def _reason(exc: BaseException) -> str:
 
 
 def _probe() -> dict[str, Any]:
-    from tuner.measure.detect import device_spec
+    from ktune.tuner.measure.detect import device_spec
 
     return device_spec(0)
 

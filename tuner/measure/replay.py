@@ -10,10 +10,10 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from search_space.formats.kernel_tuner import RecordedSpace
-from search_space.parameters import Config
-from tuner.bounds import MAX_REPLAY_SPEED, MIN_REPLAY_SPEED
-from tuner.measure.base import Backend, Measurement, Status
+from ktune.search_space.formats.kernel_tuner import RecordedSpace
+from ktune.search_space.parameters import Config
+from ktune.tuner.bounds import MAX_REPLAY_SPEED, MIN_REPLAY_SPEED
+from ktune.tuner.measure.base import Backend, Measurement, Status
 
 __all__ = ["ReplayBackend"]
 

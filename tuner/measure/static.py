@@ -27,7 +27,7 @@ from functools import cache
 from pathlib import Path
 from typing import Protocol
 
-from search_space.operators.base import DeviceLimits, KernelSource, Launch
+from ktune.search_space.operators.base import DeviceLimits, KernelSource, Launch
 
 __all__ = [
     "CompileResult",

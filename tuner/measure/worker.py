@@ -25,13 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from search_space.operators import Operator
-from search_space.operators import get as get_operator
-from search_space.parameters import Config
-from search_space.workload import Workload
-from tuner.measure.base import error_text
-from tuner.measure.pool import WorkerReply
-from tuner.measure.timing import TimingSettings, repeat_timed
+from ktune.search_space.operators import Operator
+from ktune.search_space.operators import get as get_operator
+from ktune.search_space.parameters import Config
+from ktune.search_space.workload import Workload
+from ktune.tuner.measure.base import error_text
+from ktune.tuner.measure.pool import WorkerReply
+from ktune.tuner.measure.timing import TimingSettings, repeat_timed
 
 __all__ = ["GpuMeasurer", "MeasureSpec", "TimingSettings", "make_measurer", "time_gpu"]
 
@@ -92,7 +92,7 @@ class GpuMeasurer:
     def __init__(self, spec: MeasureSpec, device: int) -> None:
         import cupy as cp
 
-        from tuner.measure.detect import device_spec
+        from ktune.tuner.measure.detect import device_spec
 
         self.cp = cp
         cp.cuda.Device(device).use()

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from search_space.space import SearchSpace
-from tuner.proposals import Scorer
+from ktune.search_space.space import SearchSpace
+from ktune.tuner.proposals import Scorer
 
 __all__ = ["anneal"]
 

@@ -18,8 +18,8 @@ from collections.abc import Collection
 
 import numpy as np
 
-from search_space.space import SearchSpace
-from tuner.proposals import Scorer
+from ktune.search_space.space import SearchSpace
+from ktune.tuner.proposals import Scorer
 
 __all__ = ["coordinate_moves"]
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from search_space.space import SearchSpace
-from tuner.proposals import Scorer
-from tuner.proposals.mlp import MLP
+from ktune.search_space.space import SearchSpace
+from ktune.tuner.proposals import Scorer
+from ktune.tuner.proposals.mlp import MLP
 
 __all__ = ["KnobMoveAgent"]
 

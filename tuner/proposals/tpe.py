@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from search_space.space import SearchSpace
+from ktune.search_space.space import SearchSpace
 
 __all__ = ["TPESource", "position_distributions"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tuner.sampling.adaptive import AdaptiveSampler
-from tuner.sampling.kmeans import kmeans
+from ktune.tuner.sampling.adaptive import AdaptiveSampler
+from ktune.tuner.sampling.kmeans import kmeans
 
 __all__ = ["AdaptiveSampler", "kmeans"]

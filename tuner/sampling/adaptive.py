@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from search_space.space import SearchSpace
-from tuner.sampling.kmeans import kmeans
+from ktune.search_space.space import SearchSpace
+from ktune.tuner.sampling.kmeans import kmeans
 
 __all__ = ["AdaptiveSampler"]
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import importlib
 
-from search_space.space import SearchSpace
-from tuner.strategies.base import Observation, SearchContext, Strategy, StrategyError
+from ktune.search_space.space import SearchSpace
+from ktune.tuner.strategies.base import Observation, SearchContext, Strategy, StrategyError
 
 __all__ = ["DEFAULT", "REGISTRY", "Observation", "SearchContext", "Strategy", "StrategyError", "create", "get", "names"]
 
@@ -17,12 +17,12 @@ __all__ = ["DEFAULT", "REGISTRY", "Observation", "SearchContext", "Strategy", "S
 DEFAULT = "auto"
 
 REGISTRY: dict[str, str] = {
-    "random": "tuner.strategies.random_search:RandomSearch",
-    "optuna": "tuner.strategies.optuna_tpe:OptunaTPE",
-    "annealing": "tuner.strategies.annealing:ModelAnnealing",
-    "rl": "tuner.strategies.rl:ReinforcementSearch",
-    "auto": "tuner.strategies.auto:AutoSearch",
-    "bayes": "tuner.strategies.bayes:BayesianSearch",
+    "random": "ktune.tuner.strategies.random_search:RandomSearch",
+    "optuna": "ktune.tuner.strategies.optuna_tpe:OptunaTPE",
+    "annealing": "ktune.tuner.strategies.annealing:ModelAnnealing",
+    "rl": "ktune.tuner.strategies.rl:ReinforcementSearch",
+    "auto": "ktune.tuner.strategies.auto:AutoSearch",
+    "bayes": "ktune.tuner.strategies.bayes:BayesianSearch",
 }
 
 

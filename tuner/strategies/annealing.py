@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tuner.strategies.model_guided import ModelGuided
+from ktune.tuner.strategies.model_guided import ModelGuided
 
 __all__ = ["ModelAnnealing"]
 

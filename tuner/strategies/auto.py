@@ -31,10 +31,10 @@ from typing import ClassVar
 
 import numpy as np
 
-from search_space.space import SearchSpace
-from tuner.proposals.rl_agent import KnobMoveAgent
-from tuner.strategies.base import Observation, SearchContext
-from tuner.strategies.model_guided import ModelGuided
+from ktune.search_space.space import SearchSpace
+from ktune.tuner.proposals.rl_agent import KnobMoveAgent
+from ktune.tuner.strategies.base import Observation, SearchContext
+from ktune.tuner.strategies.model_guided import ModelGuided
 
 __all__ = ["AutoSearch"]
 

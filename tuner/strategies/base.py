@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from search_space.space import SearchSpace
-from search_space.workload import Workload
+from ktune.search_space.space import SearchSpace
+from ktune.search_space.workload import Workload
 
 if TYPE_CHECKING:
-    from cost_model.devices import DeviceSpec
-    from cost_model.prior import PriorLimit
-    from cost_model.samples import Sample
+    from ktune.cost_model.devices import DeviceSpec
+    from ktune.cost_model.prior import PriorLimit
+    from ktune.cost_model.samples import Sample
 
 __all__ = ["Observation", "SearchContext", "Strategy", "StrategyError"]
 

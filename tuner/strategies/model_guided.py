@@ -29,17 +29,17 @@ from typing import ClassVar
 
 import numpy as np
 
-from cost_model.features import FeatureExtractor
-from cost_model.prior import PriorLimit, limit_samples
-from cost_model.samples import Sample, group_ids, relative_throughput
-from cost_model.transfer import DEFAULT_LIMIT, MIN_DEVICES_FOR_COLUMNS
-from cost_model.xgb import XGBCostModel
-from search_space.space import SearchSpace
-from search_space.workload import Workload
-from tuner.proposals.annealing import anneal
-from tuner.proposals.coordinate import coordinate_moves
-from tuner.sampling.adaptive import AdaptiveSampler
-from tuner.strategies.base import Observation, SearchContext, Strategy
+from ktune.cost_model.features import FeatureExtractor
+from ktune.cost_model.prior import PriorLimit, limit_samples
+from ktune.cost_model.samples import Sample, group_ids, relative_throughput
+from ktune.cost_model.transfer import DEFAULT_LIMIT, MIN_DEVICES_FOR_COLUMNS
+from ktune.cost_model.xgb import XGBCostModel
+from ktune.search_space.space import SearchSpace
+from ktune.search_space.workload import Workload
+from ktune.tuner.proposals.annealing import anneal
+from ktune.tuner.proposals.coordinate import coordinate_moves
+from ktune.tuner.sampling.adaptive import AdaptiveSampler
+from ktune.tuner.strategies.base import Observation, SearchContext, Strategy
 
 __all__ = ["ModelGuided"]
 

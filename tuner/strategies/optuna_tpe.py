@@ -19,9 +19,9 @@ import numpy as np
 import optuna
 from optuna.trial import Trial, TrialState
 
-from search_space.space import SearchSpace
-from tuner.proposals.tpe import position_distributions
-from tuner.strategies.base import Observation, SearchContext, Strategy
+from ktune.search_space.space import SearchSpace
+from ktune.tuner.proposals.tpe import position_distributions
+from ktune.tuner.strategies.base import Observation, SearchContext, Strategy
 
 __all__ = ["OptunaTPE"]
 

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from search_space.space import SearchSpace
-from tuner.strategies.base import Observation, SearchContext, Strategy
+from ktune.search_space.space import SearchSpace
+from ktune.tuner.strategies.base import Observation, SearchContext, Strategy
 
 __all__ = ["RandomSearch"]
 

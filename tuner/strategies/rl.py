@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from search_space.space import SearchSpace
-from tuner.proposals.rl_agent import KnobMoveAgent
-from tuner.strategies.base import SearchContext
-from tuner.strategies.model_guided import ModelGuided
+from ktune.search_space.space import SearchSpace
+from ktune.tuner.proposals.rl_agent import KnobMoveAgent
+from ktune.tuner.strategies.base import SearchContext
+from ktune.tuner.strategies.model_guided import ModelGuided
 
 __all__ = ["ReinforcementSearch"]
 

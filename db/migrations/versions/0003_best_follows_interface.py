@@ -74,7 +74,7 @@ def upgrade() -> None:
     stored = {(w, d): trial_id for w, d, trial_id in conn.execute(sa.select(*columns))}
     now = datetime.now(UTC)
     if conn.dialect.name == "sqlite":
-        now = now.replace(tzinfo=None)  # SQLite stores naive UTC (db.models.UTCDateTime)
+        now = now.replace(tzinfo=None)  # SQLite stores naive UTC (db.schema.UTCDateTime)
     for (workload_id, device_id), (trial_id, time_ms, config) in _replayed(conn).items():
         values = {"trial_id": trial_id, "time_ms": time_ms, "config": config, "updated_at": now}
         if (workload_id, device_id) not in stored:

@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
-from tuner.bounds import MAX_CONCURRENCY
-from tuner.cli.common import CliError, DbOption, check_range, err, out
+from ktune.cli.common import CliError, DbOption, check_range, err, out
+from ktune.tuner.bounds import MAX_CONCURRENCY
 
 __all__ = ["serve"]
 
@@ -35,7 +35,7 @@ def serve(
     """Serve the REST API (/v1) and the dashboard (/), and run queued jobs; prints the address."""
     import uvicorn
 
-    from server import Settings, create_app
+    from ktune.server import Settings, create_app
 
     check_range("--port", port, 0, 65535)
     check_range("--concurrency", concurrency, 0, MAX_CONCURRENCY)

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from tuner.cli.common import CliError, DbOption, err, open_log, out
+from ktune.cli.common import CliError, DbOption, err, open_log, out
 
 __all__ = ["app"]
 

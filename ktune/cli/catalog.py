@@ -5,11 +5,11 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
-from search_space.formats import load_cache
-from search_space.operators.listing import all_operators
-from tuner import strategies as registry
-from tuner.cli.common import DbOption, open_log, out
-from tuner.sources import bundled_recordings
+from ktune.cli.common import DbOption, open_log, out
+from ktune.search_space.formats import load_cache
+from ktune.search_space.operators.listing import all_operators
+from ktune.tuner import strategies as registry
+from ktune.tuner.sources import bundled_recordings
 
 __all__ = ["operators", "spaces", "strategies"]
 

@@ -8,14 +8,14 @@ from collections.abc import Sequence
 
 import typer
 
-from db import DatabaseError, upgrade
-from db.engine import DatabaseInputError
-from tuner.cli import catalog, log_commands, tokens, transfer
-from tuner.cli.common import CliError, DbOption, err, open_log, out
-from tuner.cli.serve import serve
-from tuner.cli.tune import tune
-from tuner.cli.worker import worker
-from tuner.measure.base import BackendError
+from ktune.cli import catalog, interchange, log_commands, tokens
+from ktune.cli.common import CliError, DbOption, err, open_log, out
+from ktune.cli.serve import serve
+from ktune.cli.tune import tune
+from ktune.cli.worker import worker
+from ktune.db import DatabaseError, upgrade
+from ktune.db.engine import DatabaseInputError
+from ktune.tuner.measure.base import BackendError
 
 #: the exit code when the tuning log cannot be reached or read (a build script can tell it
 #: from 1, "nothing tuned answers that")
@@ -31,8 +31,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.command()(tune)
-app.command("import")(transfer.import_)
-app.command()(transfer.export)
+app.command("import")(interchange.import_)
+app.command()(interchange.export)
 app.command()(log_commands.jobs)
 app.command()(log_commands.trials)
 app.command()(log_commands.best)

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from db import JobRecord, TrialRecord
-from search_space.formats.writing import replace_atomically
+from ktune.db import JobRecord, TrialRecord
+from ktune.search_space.formats.writing import replace_atomically
 
 __all__ = ["format_config", "format_ms", "job_document", "trial_row", "trials_csv", "write_json_atomic", "write_text_atomic"]
 

@@ -9,20 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-from db import JobRecord, TrialRecord, TuningLog
-from search_space.operators import host as host_operators
-from tuner import strategies
-from tuner.bounds import (
-    MAX_BATCH,
-    MAX_JOB_ID,
-    MAX_RAY_WORKERS,
-    MAX_REPLAY_SPEED,
-    MAX_SEED,
-    MAX_TRIALS,
-    MIN_REPLAY_SPEED,
-)
-from tuner.budget import Budget
-from tuner.cli.common import (
+from ktune.cli.common import (
     CliError,
     DbOption,
     check_output,
@@ -31,20 +18,33 @@ from tuner.cli.common import (
     open_log,
     out,
 )
-from tuner.cli.output import (
+from ktune.cli.output import (
     format_config,
     format_duration,
     format_ms,
     job_document,
     write_json_atomic,
 )
-from tuner.holder import live_holder, process_holder
-from tuner.host_source import HostSource
-from tuner.jobs import JobRequest, create_job, run_job
-from tuner.loop import Batch, Outcome
-from tuner.measure.base import BackendError
-from tuner.measure.ray_pool import START_TIMEOUT_S, RayPlacement
-from tuner.sources import OperatorSource, ReplaySource, Source, SourceError, open_source
+from ktune.db import JobRecord, TrialRecord, TuningLog
+from ktune.search_space.operators import cpu as cpu_operators
+from ktune.tuner import strategies
+from ktune.tuner.bounds import (
+    MAX_BATCH,
+    MAX_JOB_ID,
+    MAX_RAY_WORKERS,
+    MAX_REPLAY_SPEED,
+    MAX_SEED,
+    MAX_TRIALS,
+    MIN_REPLAY_SPEED,
+)
+from ktune.tuner.budget import Budget
+from ktune.tuner.cpu_source import CpuSource
+from ktune.tuner.holder import live_holder, process_holder
+from ktune.tuner.jobs import JobRequest, create_job, run_job
+from ktune.tuner.loop import Batch, Outcome
+from ktune.tuner.measure.base import BackendError
+from ktune.tuner.measure.ray_pool import START_TIMEOUT_S, RayPlacement
+from ktune.tuner.sources import OperatorSource, ReplaySource, Source, SourceError, open_source
 
 __all__ = ["tune"]
 
@@ -136,10 +136,10 @@ def tune(
     source: Source
     if demo:
         source = _demo_source(timeout, quiet)
-    elif op is not None and op in host_operators.names():
+    elif op is not None and op in cpu_operators.names():
         if ray is not None or spec is not None or _given(ctx, "device"):
             raise CliError(f"{op} runs on this machine's CPU: --ray, --spec and --device are for GPU kernels")
-        source = HostSource.open(op, shape, dtype, layout, constraints=constraint or (), timeout_s=timeout)
+        source = CpuSource.open(op, shape, dtype, layout, constraints=constraint or (), timeout_s=timeout)
     elif op is not None:
         if spec is not None and op != "custom":
             raise CliError("--spec goes with --replay or --op custom")
@@ -178,7 +178,7 @@ def _given(ctx: typer.Context, name: str | None) -> bool:
 
 def _demo_source(timeout: float, quiet: bool) -> Source:
     """fp16 matmul on the first GPU (fp32 before sm_80); without one, the bundled replay."""
-    from tuner.measure.detect import detect_devices
+    from ktune.tuner.measure.detect import detect_devices
 
     try:
         specs = detect_devices()

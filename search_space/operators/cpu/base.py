@@ -1,7 +1,7 @@
-"""The :class:`HostOperator` interface: a kernel ktune tunes on the CPU (C, OpenMP).
+"""The :class:`CpuOperator` interface: a kernel ktune tunes on the CPU (C, OpenMP).
 
-A host operator turns a workload into a search space whose constraints come from the CPU's
-limits (:class:`HostLimits`: cores, vector registers, caches), renders C source for a config
+A CPU operator turns a workload into a search space whose constraints come from the CPU's
+limits (:class:`CpuLimits`: cores, vector registers, caches), renders C source for a config
 (config values and problem constants as ``#define``s above a template, as for GPU kernels),
 makes inputs and the float64 reference, and counts FLOPs and bytes. The entry point takes the
 arguments' data pointers in order and returns 0, or nonzero when the kernel could not run.
@@ -17,19 +17,19 @@ from typing import Any
 
 import numpy as np
 
-from search_space.operators.base import Arguments, ShapedOperator, define_lines
-from search_space.parameters import Config, Value
-from search_space.space import SearchSpace
-from search_space.workload import Workload
+from ktune.search_space.operators.base import Arguments, ShapedOperator, define_lines
+from ktune.search_space.parameters import Config, Value
+from ktune.search_space.space import SearchSpace
+from ktune.search_space.workload import Workload
 
-__all__ = ["CSource", "HostLimits", "HostOperator", "c_template"]
+__all__ = ["CSource", "CpuLimits", "CpuOperator", "c_template"]
 
 #: C type of each dtype a host kernel may take
 C_TYPES = {"float32": "float", "float64": "double"}
 
 
 @dataclass(frozen=True)
-class HostLimits:
+class CpuLimits:
     """What a CPU's spaces depend on: the cores a kernel may use, the bytes its vector
     registers hold together (the most accumulators a register block can keep), and the
     cache sizes in bytes (0 when unknown)."""
@@ -46,8 +46,8 @@ class HostLimits:
         return self.vector_bytes * self.vector_registers
 
     @classmethod
-    def from_spec(cls, spec: Mapping[str, Any]) -> HostLimits:
-        """Limits from a detected CPU spec (:func:`tuner.measure.host_detect.cpu_spec`)."""
+    def from_spec(cls, spec: Mapping[str, Any]) -> CpuLimits:
+        """Limits from a detected CPU spec (:func:`tuner.measure.cpu_detect.cpu_spec`)."""
         return cls(**{k: int(spec[k]) for k in cls.__dataclass_fields__ if spec.get(k) is not None})
 
     def constants(self) -> dict[str, Value]:
@@ -72,16 +72,16 @@ class CSource:
 
 def c_template(name: str) -> str:
     """The text of a C template shipped in ``search_space/operators/host/c``."""
-    return resources.files("search_space.operators.host").joinpath(f"c/{name}").read_text(encoding="utf-8")
+    return resources.files("ktune.search_space.operators.cpu").joinpath(f"c/{name}").read_text(encoding="utf-8")
 
 
-class HostOperator(ShapedOperator, ABC):
+class CpuOperator(ShapedOperator, ABC):
     """One kind of CPU kernel. Subclasses are stateless; each method takes the workload."""
 
     dtypes = ("float32", "float64")
 
     @abstractmethod
-    def space(self, workload: Workload, limits: HostLimits) -> SearchSpace:
+    def space(self, workload: Workload, limits: CpuLimits) -> SearchSpace:
         """The configs worth measuring for ``workload`` on a CPU with ``limits``."""
 
     @abstractmethod
@@ -105,4 +105,4 @@ class HostOperator(ShapedOperator, ABC):
         """Compulsory memory traffic of one run: each input read and each output written once."""
 
     def __repr__(self) -> str:
-        return f"<host operator {self.name}>"
+        return f"<CPU operator {self.name}>"

@@ -7,12 +7,18 @@ contiguous buffer, and OpenMP threads over row blocks. Template: ``c/matmul.c``.
 
 from __future__ import annotations
 
-from search_space.operators.base import param_range
-from search_space.operators.gemm import GemmProblem
-from search_space.operators.host.base import C_TYPES, CSource, HostLimits, HostOperator, c_template
-from search_space.parameters import Config, Parameter
-from search_space.space import SearchSpace
-from search_space.workload import Workload
+from ktune.search_space.operators.base import param_range
+from ktune.search_space.operators.cpu.base import (
+    C_TYPES,
+    CpuLimits,
+    CpuOperator,
+    CSource,
+    c_template,
+)
+from ktune.search_space.operators.gemm import GemmProblem
+from ktune.search_space.parameters import Config, Parameter
+from ktune.search_space.space import SearchSpace
+from ktune.search_space.workload import Workload
 
 __all__ = ["CpuMatmul"]
 
@@ -29,11 +35,11 @@ _CONSTRAINTS = [
 ]
 
 
-class CpuMatmul(GemmProblem, HostOperator):
+class CpuMatmul(GemmProblem, CpuOperator):
     name = "cpu_matmul"
     summary = "matrix multiply in C: cache tiles, a register block of C, B panel packing, OpenMP threads"
 
-    def space(self, workload: Workload, limits: HostLimits) -> SearchSpace:
+    def space(self, workload: Workload, limits: CpuLimits) -> SearchSpace:
         self.check(workload)
         m, n, k = workload.shape
         threads = sorted({*param_range(1, limits.cores), limits.cores})

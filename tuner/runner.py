@@ -25,9 +25,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from db import DatabaseError, LeaseLost, TuningLog
-from tuner.jobs import run_job
-from tuner.sources import runnable_backends
+from ktune.db import DatabaseError, LeaseLost, TuningLog
+from ktune.tuner.jobs import run_job
+from ktune.tuner.sources import runnable_backends
 
 __all__ = ["Runner", "RunnerShutdown", "RunnerStatus"]
 

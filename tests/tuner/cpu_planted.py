@@ -1,4 +1,4 @@
-"""A host operator whose one knob plants a behaviour in its C kernel: a kernel that is fast,
+"""A CPU operator whose one knob plants a behaviour in its C kernel: a kernel that is fast,
 slow, wrong, crashes, hangs, returns an error, or does not compile. Importable by the CPU
 backend's spawned worker (it is pickled into the worker's spec)."""
 
@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from search_space.operators.base import Arguments
-from search_space.operators.host import CSource, HostLimits, HostOperator
-from search_space.parameters import Config, Parameter
-from search_space.space import SearchSpace
-from search_space.workload import Workload
+from ktune.search_space.operators.base import Arguments
+from ktune.search_space.operators.cpu import CpuLimits, CpuOperator, CSource
+from ktune.search_space.parameters import Config, Parameter
+from ktune.search_space.space import SearchSpace
+from ktune.search_space.workload import Workload
 
 BEHAVIOURS = ("copy", "slow_copy", "wrong", "segfault", "hang", "fails", "syntax")
 
@@ -25,11 +25,11 @@ _BODIES = {
 }
 
 
-class Planted(HostOperator):
+class Planted(CpuOperator):
     name = "planted_copy"
     dims = ("LEN",)
 
-    def space(self, workload: Workload, limits: HostLimits) -> SearchSpace:
+    def space(self, workload: Workload, limits: CpuLimits) -> SearchSpace:
         return SearchSpace([Parameter.of("behaviour", list(BEHAVIOURS))], [], name=workload.key)
 
     def render(self, config: Config, workload: Workload) -> CSource:

@@ -8,14 +8,14 @@ from typing import Annotated
 
 import typer
 
-from search_space.formats import FormatError, RecordedSpace, load_cache, load_t1, write_cache
-from search_space.formats.kernel_tuner import renamed
-from search_space.formats.t4 import NotT4Error, is_t4_file, load_t4, write_t4
-from search_space.parameters import Parameter
-from tuner.cli.common import CliError, DbOption, check_output, open_log, out
-from tuner.exporting import export_parameters
-from tuner.importing import import_recording
-from tuner.sources import resolve_recording
+from ktune.cli.common import CliError, DbOption, check_output, open_log, out
+from ktune.search_space.formats import FormatError, RecordedSpace, load_cache, load_t1, write_cache
+from ktune.search_space.formats.kernel_tuner import renamed
+from ktune.search_space.formats.t4 import NotT4Error, is_t4_file, load_t4, write_t4
+from ktune.search_space.parameters import Parameter
+from ktune.tuner.exporting import export_parameters
+from ktune.tuner.importing import import_recording
+from ktune.tuner.sources import resolve_recording
 
 __all__ = ["ExportFormat", "export", "import_"]
 

@@ -11,15 +11,12 @@ import typer
 from rich.table import Table
 
 import ktune
-from db import JOB_STATES, TuningLog
 from ktune import Answer
 from ktune._lookup import canonical_device
 from ktune._similarity import device_distance
-from search_space.workload import Workload, WorkloadError
-from tuner.bounds import MAX_JOB_ID
-from tuner.cli.common import MAX_LIMIT, CliError, DbOption, check_output, check_range, open_log, out
-from tuner.cli.lookup_formats import ENV_NAME, ENV_PREFIX, render_env, render_header, render_json
-from tuner.cli.output import (
+from ktune.cli.common import MAX_LIMIT, CliError, DbOption, check_output, check_range, open_log, out
+from ktune.cli.lookup_formats import ENV_NAME, ENV_PREFIX, render_env, render_header, render_json
+from ktune.cli.output import (
     format_config,
     format_duration,
     format_ms,
@@ -27,6 +24,9 @@ from tuner.cli.output import (
     trials_csv,
     write_text_atomic,
 )
+from ktune.db import JOB_STATES, TuningLog
+from ktune.search_space.workload import Workload, WorkloadError
+from ktune.tuner.bounds import MAX_JOB_ID
 
 __all__ = ["best", "devices", "jobs", "trials"]
 

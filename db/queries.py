@@ -11,8 +11,7 @@ from typing import Any, cast
 from sqlalchemy import Connection, Row, Select, Table, bindparam, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 
-from db.models import ApiToken, BestConfig, Device, Job, Trial, Workload
-from db.records import (
+from ktune.db.records import (
     JOB_STATES,
     BestRecord,
     DeviceRecord,
@@ -22,6 +21,7 @@ from db.records import (
     TrialRecord,
     WorkloadRecord,
 )
+from ktune.db.schema import ApiToken, BestConfig, Device, Job, Trial, Workload
 
 __all__ = [
     "FINAL_STATES",

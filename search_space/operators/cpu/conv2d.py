@@ -9,12 +9,18 @@ channel block) pairs. Template: ``c/conv2d.c``.
 
 from __future__ import annotations
 
-from search_space.operators.base import param_range
-from search_space.operators.conv_problem import ConvProblem
-from search_space.operators.host.base import C_TYPES, CSource, HostLimits, HostOperator, c_template
-from search_space.parameters import Config, Parameter
-from search_space.space import SearchSpace
-from search_space.workload import Workload
+from ktune.search_space.operators.base import param_range
+from ktune.search_space.operators.conv_problem import ConvProblem
+from ktune.search_space.operators.cpu.base import (
+    C_TYPES,
+    CpuLimits,
+    CpuOperator,
+    CSource,
+    c_template,
+)
+from ktune.search_space.parameters import Config, Parameter
+from ktune.search_space.space import SearchSpace
+from ktune.search_space.workload import Workload
 
 __all__ = ["CpuConv2d"]
 
@@ -30,12 +36,12 @@ _CONSTRAINTS = [
 ]
 
 
-class CpuConv2d(ConvProblem, HostOperator):
+class CpuConv2d(ConvProblem, CpuOperator):
     name = "cpu_conv2d"
     layouts = ("NCHW",)
     summary = "direct 2-D convolution in C, NCHW: channel, row and column blocks, a register block, OpenMP threads"
 
-    def space(self, workload: Workload, limits: HostLimits) -> SearchSpace:
+    def space(self, workload: Workload, limits: CpuLimits) -> SearchSpace:
         cs, _ = self.conv_shape(workload)
         parameters = [
             Parameter.of("tile_k", param_range(1, 128)),

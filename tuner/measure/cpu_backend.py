@@ -2,7 +2,7 @@
 
 Measurement runs in one worker process (:class:`~tuner.measure.pool.WorkerPool`; a kernel that
 crashes or hangs takes only the worker down) built by
-:func:`~tuner.measure.host_worker.make_host_measurer`. One worker, not one per core: kernels
+:func:`~tuner.measure.cpu_worker.make_cpu_measurer`. One worker, not one per core: kernels
 use the cores themselves (the ``threads`` knob), and two measurements at once would disturb
 each other's times; for the same reason every CPU backend on the machine measures its batches
 one at a time (:func:`machine_lock`). Compiled libraries live in a temporary directory removed
@@ -21,19 +21,19 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from search_space.operators.host import HostOperator
-from search_space.parameters import Config
-from search_space.workload import Workload
-from tuner.measure.base import BackendError, Measurement
-from tuner.measure.host_worker import (
+from ktune.search_space.operators.cpu import CpuOperator
+from ktune.search_space.parameters import Config
+from ktune.search_space.workload import Workload
+from ktune.tuner.measure.base import BackendError, Measurement
+from ktune.tuner.measure.cpu_worker import (
     Compiler,
-    HostMeasureSpec,
+    CpuMeasureSpec,
     compiler_from_env,
-    make_host_measurer,
+    make_cpu_measurer,
 )
-from tuner.measure.pool import Factory, WorkerPool
-from tuner.measure.pooled import PooledBackend
-from tuner.measure.timing import TimingSettings
+from ktune.tuner.measure.pool import Factory, WorkerPool
+from ktune.tuner.measure.pooled import PooledBackend
+from ktune.tuner.measure.timing import TimingSettings
 
 __all__ = ["CpuBackend", "compiler_unavailable", "machine_lock"]
 
@@ -90,7 +90,7 @@ class CpuBackend(PooledBackend):
 
     def __init__(
         self,
-        operator: str | HostOperator,
+        operator: str | CpuOperator,
         workload: Workload,
         *,
         settings: TimingSettings | None = None,
@@ -99,16 +99,16 @@ class CpuBackend(PooledBackend):
         compiler: Compiler | None = None,
         factory: Factory | None = None,
     ) -> None:
-        """``operator``: a registered host operator's name or an instance (tests plant crashing
+        """``operator``: a registered CPU operator's name or an instance (tests plant crashing
         ones); ``factory`` replaces the measurer altogether."""
         compiler = compiler or compiler_from_env()
         if factory is None and (reason := compiler_unavailable(compiler)):
             raise BackendError(reason)
         self.workload = workload
         self.workdir = tempfile.mkdtemp(prefix="ktune-cpu-")
-        spec = HostMeasureSpec(operator, workload.key, self.workdir, compiler, settings or TimingSettings(), seed)
+        spec = CpuMeasureSpec(operator, workload.key, self.workdir, compiler, settings or TimingSettings(), seed)
         try:
-            self.pool = WorkerPool(factory or functools.partial(make_host_measurer, spec), slots=[0], timeout_s=timeout_s)
+            self.pool = WorkerPool(factory or functools.partial(make_cpu_measurer, spec), slots=[0], timeout_s=timeout_s)
             self.spec: dict[str, Any] = dict(self.pool.hello() or {})
         except BackendError:
             shutil.rmtree(self.workdir, ignore_errors=True)

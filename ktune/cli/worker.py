@@ -9,9 +9,9 @@ from typing import Annotated
 
 import typer
 
-from tuner.bounds import MAX_CONCURRENCY, MAX_LEASE_S, MAX_POLL_S
-from tuner.cli.common import CliError, DbOption, check_range, open_log, out
-from tuner.sources import BACKENDS, backend_unavailable
+from ktune.cli.common import CliError, DbOption, check_range, open_log, out
+from ktune.tuner.bounds import MAX_CONCURRENCY, MAX_LEASE_S, MAX_POLL_S
+from ktune.tuner.sources import BACKENDS, backend_unavailable
 
 __all__ = ["worker"]
 
@@ -31,7 +31,7 @@ def worker(
     A job whose runner died is resumed from its trials once its lease expires. SIGTERM or
     Ctrl-C stops after the current batch and puts unfinished jobs back in the queue.
     """
-    from server import Runner, Settings
+    from ktune.server import Runner, Settings
 
     if concurrency < 1:
         raise CliError(f"--concurrency must be >= 1, got {concurrency}")

@@ -33,7 +33,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
-from db.records import JOB_STATES, TRIAL_STATUSES
+from ktune.db.records import JOB_STATES, TRIAL_STATUSES
 
 __all__ = [
     "ApiToken",

@@ -1,8 +1,8 @@
 """A job's source for a CPU kernel measured on this machine (the ``cpu`` backend).
 
-:class:`HostSource` builds a host operator's space (:mod:`search_space.operators.host`) for the
+:class:`CpuSource` builds a CPU operator's space (:mod:`search_space.operators.cpu`) for the
 local CPU's limits (cores, vector registers) and measures it with
-:class:`~tuner.measure.host_backend.CpuBackend`. Like a GPU job, a resumed CPU job checks that
+:class:`~tuner.measure.cpu_backend.CpuBackend`. Like a GPU job, a resumed CPU job checks that
 the machine and the space are the ones it started with.
 """
 
@@ -16,17 +16,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from search_space.operators.host import HostLimits, HostOperator
-from search_space.space import SearchSpace
-from search_space.workload import Workload
-from tuner.measure.base import BackendError
-from tuner.measure.host_backend import CpuBackend, compiler_unavailable
-from tuner.measure.host_detect import cpu_spec
-from tuner.measure.host_worker import Compiler, CompilerError, compiler_from_env
-from tuner.measure.timing import TimingSettings
-from tuner.sources import MeasuredSource, SourceError, check_unchanged, restrict
+from ktune.search_space.operators.cpu import CpuLimits, CpuOperator
+from ktune.search_space.space import SearchSpace
+from ktune.search_space.workload import Workload
+from ktune.tuner.measure.base import BackendError
+from ktune.tuner.measure.cpu_backend import CpuBackend, compiler_unavailable
+from ktune.tuner.measure.cpu_detect import cpu_spec
+from ktune.tuner.measure.cpu_worker import Compiler, CompilerError, compiler_from_env
+from ktune.tuner.measure.timing import TimingSettings
+from ktune.tuner.sources import MeasuredSource, SourceError, check_unchanged, restrict
 
-__all__ = ["HostSource", "local_cpu"]
+__all__ = ["CpuSource", "local_cpu"]
 
 
 def local_cpu() -> dict[str, Any]:
@@ -54,13 +54,13 @@ def _checked_version(compiler: Compiler) -> str:
 
 
 @dataclass(frozen=True)
-class HostSource(MeasuredSource):
-    """A host operator's space on this machine's CPU (``spec``: :func:`local_cpu`), measured by
+class CpuSource(MeasuredSource):
+    """A CPU operator's space on this machine's CPU (``spec``: :func:`local_cpu`), measured by
     the ``cpu`` backend with ``settings`` and a ``timeout_s`` per measurement."""
 
     backend_name: ClassVar[str] = "cpu"
     unnamed: ClassVar[str] = "unknown CPU"
-    operator: HostOperator
+    operator: CpuOperator
     workload: Workload
     space: SearchSpace
     spec: dict[str, Any]
@@ -80,19 +80,19 @@ class HostSource(MeasuredSource):
         timeout_s: float = 30.0,
         settings: TimingSettings | None = None,
         detect: Callable[[], dict[str, Any]] | None = None,
-    ) -> HostSource:
+    ) -> CpuSource:
         """Validate the operator and shape, read this CPU's spec, build the space.
         ``detect`` replaces reading the CPU (tests)."""
-        from search_space.operators import host
+        from ktune.search_space.operators import cpu
 
         if not timeout_s > 0:
             raise SourceError(f"timeout must be > 0 seconds, got {timeout_s}")
         if shape is None:
             raise SourceError(f"operator {op!r} needs a shape")
-        operator = host.get(op)
+        operator = cpu.get(op)
         workload = operator.workload(shape, dtype, layout)
         spec = detect() if detect is not None else local_cpu()
-        space = operator.space(workload, HostLimits.from_spec(spec))
+        space = operator.space(workload, CpuLimits.from_spec(spec))
         if constraints:
             space = restrict(space, constraints)
         if len(space) == 0:
@@ -100,7 +100,7 @@ class HostSource(MeasuredSource):
         return cls(operator, workload, space, dict(spec), tuple(constraints), float(timeout_s), settings or TimingSettings())
 
     @classmethod
-    def from_options(cls, options: dict[str, Any], detect: Callable[[], dict[str, Any]] | None = None) -> HostSource:
+    def from_options(cls, options: dict[str, Any], detect: Callable[[], dict[str, Any]] | None = None) -> CpuSource:
         wl = Workload.from_key(options["workload"])
         source = cls.open(
             options["operator"], wl.shape, wl.dtype, wl.layout,

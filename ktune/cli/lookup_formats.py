@@ -14,8 +14,8 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from db import BestRecord
 from ktune import Answer
+from ktune.db import BestRecord
 
 __all__ = ["ENV_NAME", "ENV_PREFIX", "RenderError", "render_env", "render_header", "render_json"]
 

@@ -1,6 +1,6 @@
 """The CPU side of the ``cpu`` backend: compile, run, check and time one config (in a worker).
 
-:class:`HostMeasurer` is built inside a worker process (see :mod:`tuner.measure.pool`): it makes
+:class:`CpuMeasurer` is built inside a worker process (see :mod:`tuner.measure.pool`): it makes
 the operator's inputs, computes the float64 reference and keeps pristine copies of the outputs.
 Each call then
 
@@ -33,15 +33,15 @@ from typing import Any
 
 import numpy as np
 
-from search_space.operators.host import HostOperator
-from search_space.operators.host import get as get_host_operator
-from search_space.parameters import Config
-from search_space.workload import Workload
-from tuner.measure.base import error_text
-from tuner.measure.host_detect import cpu_spec
-from tuner.measure.timing import TimingSettings, repeat_timed
+from ktune.search_space.operators.cpu import CpuOperator
+from ktune.search_space.operators.cpu import get as get_cpu_operator
+from ktune.search_space.parameters import Config
+from ktune.search_space.workload import Workload
+from ktune.tuner.measure.base import error_text
+from ktune.tuner.measure.cpu_detect import cpu_spec
+from ktune.tuner.measure.timing import TimingSettings, repeat_timed
 
-__all__ = ["DEFAULT_CFLAGS", "Compiler", "CompilerError", "HostMeasureSpec", "HostMeasurer", "compiler_from_env", "make_host_measurer"]
+__all__ = ["DEFAULT_CFLAGS", "Compiler", "CompilerError", "CpuMeasureSpec", "CpuMeasurer", "compiler_from_env", "make_cpu_measurer"]
 
 #: flags of every compile: optimised for this CPU, OpenMP, a shared library
 DEFAULT_CFLAGS = ("-O3", "-march=native", "-fopenmp", "-std=c11", "-fPIC", "-shared")
@@ -133,12 +133,12 @@ def compiler_from_env() -> Compiler:
 
 
 @dataclass(frozen=True)
-class HostMeasureSpec:
-    """What a CPU worker measures: a host operator (registered name, or an instance, which
+class CpuMeasureSpec:
+    """What a CPU worker measures: a CPU operator (registered name, or an instance, which
     must then be picklable), the workload, where compiled kernels go, the compiler, timing
     settings and the seed of the inputs."""
 
-    operator: str | HostOperator
+    operator: str | CpuOperator
     workload_key: str
     workdir: str
     compiler: Compiler = field(default_factory=Compiler)
@@ -146,17 +146,17 @@ class HostMeasureSpec:
     seed: int = 0
 
 
-def make_host_measurer(spec: HostMeasureSpec, slot: int) -> HostMeasurer:
-    """Pool factory: ``functools.partial(make_host_measurer, spec)``."""
-    return HostMeasurer(spec)
+def make_cpu_measurer(spec: CpuMeasureSpec, slot: int) -> CpuMeasurer:
+    """Pool factory: ``functools.partial(make_cpu_measurer, spec)``."""
+    return CpuMeasurer(spec)
 
 
-class HostMeasurer:
+class CpuMeasurer:
     """Measures configs of one workload on this CPU; built in the worker process."""
 
-    def __init__(self, spec: HostMeasureSpec) -> None:
+    def __init__(self, spec: CpuMeasureSpec) -> None:
         self.spec = spec
-        self.op = get_host_operator(spec.operator) if isinstance(spec.operator, str) else spec.operator
+        self.op = get_cpu_operator(spec.operator) if isinstance(spec.operator, str) else spec.operator
         self.workload = Workload.from_key(spec.workload_key)
         self.info = cpu_spec()
         self.info["compiler"] = spec.compiler.version()

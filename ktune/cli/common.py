@@ -9,8 +9,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from db import TuningLog
-from db.engine import ENV_VAR, in_memory
+from ktune.db import TuningLog
+from ktune.db.engine import ENV_VAR, in_memory
 
 __all__ = [
     "MAX_LIMIT",
