@@ -213,10 +213,17 @@ def run_kernel(
                 for r in others:
                     import_recording(tlog, r)
                 # what a job trains on: the bounded prior (cost_model.prior), as TransferModel
-                base = samples_from_log(
-                    tlog, held.space.parameters, limit=DEFAULT_LIMIT,
-                    target=(held.workload().key, gpu), target_spec=resolve(gpu),
-                ) if others else []
+                base = (
+                    samples_from_log(
+                        tlog,
+                        held.space.parameters,
+                        limit=DEFAULT_LIMIT,
+                        target=(held.workload().key, gpu),
+                        target_spec=resolve(gpu),
+                    )
+                    if others
+                    else []
+                )
                 for m in MEASURED:
                     if m == 0 and not others:
                         notes.append(
@@ -253,12 +260,16 @@ def by_space(recs: list[RecordedSpace]) -> dict[str, list[RecordedSpace]]:
         groups[parameter_signature(r.parameters)].append(r)
     names = Counter(g[0].kernel_name for g in groups.values())
     return {
-        g[0].kernel_name if names[g[0].kernel_name] == 1 else f"{g[0].kernel_name} ({len(g[0].space):,} configs)": g
+        g[0].kernel_name
+        if names[g[0].kernel_name] == 1
+        else f"{g[0].kernel_name} ({len(g[0].space):,} configs)": g
         for g in groups.values()
     }
 
 
-def timing(spaces: dict[str, list[RecordedSpace]], objective: str) -> list[tuple[str, float, float, int, int]]:
+def timing(
+    spaces: dict[str, list[RecordedSpace]], objective: str
+) -> list[tuple[str, float, float, int, int]]:
     """Fit + predict at the issue's scale: the largest recording trains, another GPU's space
     of the same kernel is predicted (features included); the single booster is the in-process
     baseline, and the 2-thread row shows what OpenMP threads cost on a shared 2-core machine."""

@@ -41,8 +41,18 @@ from ktune.tuner.measure.cpu_worker import compiler_from_env
 from ktune.tuner.measure.timing import TimingSettings, repeat_timed
 
 
-def run(op: str, shape: str, layout: str, dtype: str, strategy: str, seed: int, budget: int, tmp: Path,
-        template: Path | None = None, keep: Path | None = None) -> tuple[list[float], float, float]:
+def run(
+    op: str,
+    shape: str,
+    layout: str,
+    dtype: str,
+    strategy: str,
+    seed: int,
+    budget: int,
+    tmp: Path,
+    template: Path | None = None,
+    keep: Path | None = None,
+) -> tuple[list[float], float, float]:
     """Best-so-far times (ms) after each measurement, tuner ms and wall s per measurement;
     the job's log starts as a copy of ``template`` when given (transfer), else empty, and is
     moved to ``keep`` afterwards when given, else deleted."""
@@ -60,7 +70,11 @@ def run(op: str, shape: str, layout: str, dtype: str, strategy: str, seed: int, 
     else:
         db.unlink()
     wall = (time.perf_counter() - started) / max(1, len(times))
-    return list(np.minimum.accumulate(times)), 1000.0 * outcome.state.tuner_s / max(1, outcome.state.n_trials), wall
+    return (
+        list(np.minimum.accumulate(times)),
+        1000.0 * outcome.state.tuner_s / max(1, outcome.state.n_trials),
+        wall,
+    )
 
 
 def numpy_ms(shape: str, dtype: str, tmp: Path) -> float:
@@ -93,29 +107,55 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strategies", default="auto,random")
     parser.add_argument("--budget", type=int, default=60)
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--transfer-from", default="",
-                        help="also run auto with a log holding an auto job of --transfer-budget on this shape")
+    parser.add_argument(
+        "--transfer-from",
+        default="",
+        help="also run auto with a log holding an auto job of --transfer-budget on this shape",
+    )
     parser.add_argument("--transfer-budget", type=int, default=100)
     args = parser.parse_args(argv)
     strategies = args.strategies.split(",")
     marks = [k for k in (10, 20, 40, 60, 100, 200) if k < args.budget] + [args.budget]
     with tempfile.TemporaryDirectory(prefix="ktune-cpu-bench-") as directory:
         tmp = Path(directory)
-        print(f"device: {cpu_spec()['name']}; {args.op}; {args.dtype}; "
-              f"{args.seeds} seeds x budget {args.budget}")
+        print(
+            f"device: {cpu_spec()['name']}; {args.op}; {args.dtype}; "
+            f"{args.seeds} seeds x budget {args.budget}"
+        )
         template = None
         runs_of = [(name, name, None) for name in strategies]
         if args.transfer_from:
             template = tmp / "template.db"
-            run(args.op, args.transfer_from, args.layout, args.dtype, "auto", 0, args.transfer_budget, tmp, keep=template)
-            runs_of.append((f"auto, log: {args.transfer_budget} of {args.transfer_from}", "auto", template))
+            run(
+                args.op,
+                args.transfer_from,
+                args.layout,
+                args.dtype,
+                "auto",
+                0,
+                args.transfer_budget,
+                tmp,
+                keep=template,
+            )
+            runs_of.append(
+                (f"auto, log: {args.transfer_budget} of {args.transfer_from}", "auto", template)
+            )
         for shape in args.shapes.split(","):
             curves: dict[str, list[list[float]]] = {}
             costs: dict[str, list[tuple[float, float]]] = {}
             for label, strategy, start in runs_of:
                 for seed in range(args.seeds):
-                    curve, tuner_ms, wall_s = run(args.op, shape, args.layout, args.dtype, strategy, seed, args.budget,
-                                                  tmp, start)
+                    curve, tuner_ms, wall_s = run(
+                        args.op,
+                        shape,
+                        args.layout,
+                        args.dtype,
+                        strategy,
+                        seed,
+                        args.budget,
+                        tmp,
+                        start,
+                    )
                     curves.setdefault(label, []).append(curve)
                     costs.setdefault(label, []).append((tuner_ms, wall_s))
             best = min(c[-1] for runs in curves.values() for c in runs)
@@ -126,13 +166,19 @@ def main(argv: list[str] | None = None) -> int:
             print(f"| strategy | {heads} | best tuned / numpy | tuner ms/meas. | wall s/meas. |")
             print("|---|" + "---|" * (len(marks) + 3))
             for strategy, runs in curves.items():
-                cells = " | ".join(f"{statistics.median(r[k - 1] for r in runs) / best:.3f}" for k in marks)
+                cells = " | ".join(
+                    f"{statistics.median(r[k - 1] for r in runs) / best:.3f}" for k in marks
+                )
                 tuned = min(r[-1] for r in runs)
                 tuner = statistics.median(c[0] for c in costs[strategy])
                 wall = statistics.median(c[1] for c in costs[strategy])
-                print(f"| {strategy} | {cells} | {f'{tuned / blas:.2f}' if blas else '-'} | {tuner:.1f} | {wall:.2f} |")
+                print(
+                    f"| {strategy} | {cells} | {f'{tuned / blas:.2f}' if blas else '-'} | {tuner:.1f} | {wall:.2f} |"
+                )
             if "random" in curves:
-                print("\nratio to random search at the same k (median over seeds; below 1 is better):\n")
+                print(
+                    "\nratio to random search at the same k (median over seeds; below 1 is better):\n"
+                )
                 print(f"| strategy | {heads} |")
                 print("|---|" + "---|" * len(marks))
                 base = curves["random"]
@@ -140,7 +186,8 @@ def main(argv: list[str] | None = None) -> int:
                     if strategy != "random":
                         cells = " | ".join(
                             f"{statistics.median(r[k - 1] for r in runs) / statistics.median(r[k - 1] for r in base):.3f}"
-                            for k in marks)
+                            for k in marks
+                        )
                         print(f"| {strategy} | {cells} |")
     return 0
 

@@ -51,7 +51,9 @@ CASES: dict[tuple[str, str, str], list[str]] = {
     ("matmul", "float16", ""): ["1024x1024x1024", "4096x4096x4096", "8192x8192x8192"],
     ("matmul", "float32", ""): ["1024x1024x1024", "4096x4096x4096", "2048x2048x8192"],
     ("conv2d", "float32", "NCHW"): [
-        "32x64x56x56x64x3x3x1x1x1x1x1x1", "32x128x28x28x128x3x3x1x1x1x1x1x1", "32x256x14x14x256x3x3x1x1x1x1x1x1",
+        "32x64x56x56x64x3x3x1x1x1x1x1x1",
+        "32x128x28x28x128x3x3x1x1x1x1x1x1",
+        "32x256x14x14x256x3x3x1x1x1x1x1x1",
     ],
     ("reduction", "float32", "sum"): ["4096x4096", "65536x256", "16x4194304"],
     ("reduction", "float16", "max"): ["4096x4096", "65536x256", "16x4194304"],
@@ -60,7 +62,9 @@ CASES: dict[tuple[str, str, str], list[str]] = {
 }
 
 
-def vendor(op_name: str, workload: Workload, args: list[Any]) -> tuple[str, Callable[[], Any] | None]:
+def vendor(
+    op_name: str, workload: Workload, args: list[Any]
+) -> tuple[str, Callable[[], Any] | None]:
     """The vendor path for a workload as (label, callable on device arrays)."""
     import cupy as cp
 
@@ -89,10 +93,14 @@ def vendor(op_name: str, workload: Workload, args: list[Any]) -> tuple[str, Call
 
             cs, _ = Conv2d().conv_shape(workload)
             pad, stride, dil = (cs.ph, cs.pw), (cs.sh, cs.sw), (cs.dh, cs.dw)
-            core = "never" if workload.dtype == "float32" else "auto"  # no TF32 for fp32: same math as ours
+            core = (
+                "never" if workload.dtype == "float32" else "auto"
+            )  # no TF32 for fp32: same math as ours
 
             def run() -> None:
-                cudnn.convolution_forward(x, w, None, y, pad, stride, dil, 1, auto_tune=True, tensor_core=core)
+                cudnn.convolution_forward(
+                    x, w, None, y, pad, stride, dil, 1, auto_tune=True, tensor_core=core
+                )
 
             run()
             return "cuDNN (cupyx.cudnn)", run
@@ -114,7 +122,9 @@ def copy_bandwidth(settings: TimingSettings, l2_bytes: int) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", nargs="*", default=None, help="cases like matmul-float16 or reduction-float32-sum")
+    parser.add_argument(
+        "--only", nargs="*", default=None, help="cases like matmul-float16 or reduction-float32-sum"
+    )
     parser.add_argument("--budget", type=int, default=200)
     parser.add_argument("--strategy", default=strategies.DEFAULT)
     parser.add_argument("--seed", type=int, default=1)
@@ -125,7 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         spec = detect_devices()[0]
     except BackendError as exc:
-        print(f"gpu_operators: this benchmark needs an NVIDIA GPU with CuPy: {exc}", file=sys.stderr)
+        print(
+            f"gpu_operators: this benchmark needs an NVIDIA GPU with CuPy: {exc}", file=sys.stderr
+        )
         return 2
     import cupy as cp
 
@@ -133,12 +145,18 @@ def main(argv: list[str] | None = None) -> int:
     l2 = int(spec.get("l2_bytes", 0))
     bandwidth = copy_bandwidth(settings, l2)
     limits = DeviceLimits.from_spec(spec)
-    print(f"device: {spec['name']} (cc {spec['compute_capability']}, {spec['sm_count']} SMs), "
-          f"CUDA runtime {spec.get('cuda_runtime')}, driver {spec.get('cuda_driver')}, CuPy {cp.__version__}, "
-          f"Python {platform.python_version()}, {datetime.date.today()}")
-    print(f"measured copy bandwidth {bandwidth:.0f} GB/s; nominal peaks FP32 {spec['peak_fp32_tflops']:.1f}, "
-          f"FP16 tensor {spec['peak_fp16_tflops']:.1f} TFLOP/s; budget {args.budget}, strategy {args.strategy}\n")
-    print("| operator | shape | configs | ours ms | vendor | vendor ms | vendor/ours | roofline ms | of roofline | tuning s |")
+    print(
+        f"device: {spec['name']} (cc {spec['compute_capability']}, {spec['sm_count']} SMs), "
+        f"CUDA runtime {spec.get('cuda_runtime')}, driver {spec.get('cuda_driver')}, CuPy {cp.__version__}, "
+        f"Python {platform.python_version()}, {datetime.date.today()}"
+    )
+    print(
+        f"measured copy bandwidth {bandwidth:.0f} GB/s; nominal peaks FP32 {spec['peak_fp32_tflops']:.1f}, "
+        f"FP16 tensor {spec['peak_fp16_tflops']:.1f} TFLOP/s; budget {args.budget}, strategy {args.strategy}\n"
+    )
+    print(
+        "| operator | shape | configs | ours ms | vendor | vendor ms | vendor/ours | roofline ms | of roofline | tuning s |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     rows = []
     for (name, dtype, layout), shapes in CASES.items():
@@ -150,10 +168,14 @@ def main(argv: list[str] | None = None) -> int:
             workload = op.workload(shape, dtype, layout)
             space = op.space(workload, limits)
             started = time.perf_counter()
-            backend = CupyBackend(name, workload, settings=settings, timeout_s=args.timeout, seed=args.seed)
+            backend = CupyBackend(
+                name, workload, settings=settings, timeout_s=args.timeout, seed=args.seed
+            )
             try:
                 strategy = strategies.create(args.strategy, space, seed=args.seed)
-                outcome = Tuner(space, strategy, backend, budget=Budget(max_trials=args.budget)).run()
+                outcome = Tuner(
+                    space, strategy, backend, budget=Budget(max_trials=args.budget)
+                ).run()
             finally:
                 backend.close()
             tuning_s = time.perf_counter() - started
@@ -165,23 +187,44 @@ def main(argv: list[str] | None = None) -> int:
             if run is not None:
                 times = time_gpu(run, settings, l2_bytes=l2)
                 vms = float(np.median(times))
-            peak = spec["peak_fp16_tflops"] if (name == "matmul" and dtype == "float16") else spec["peak_fp32_tflops"]
-            roof = max(op.flops(workload) / (peak * 1e12), op.bytes_moved(workload) / (bandwidth * 1e9)) * 1e3
+            peak = (
+                spec["peak_fp16_tflops"]
+                if (name == "matmul" and dtype == "float16")
+                else spec["peak_fp32_tflops"]
+            )
+            roof = (
+                max(
+                    op.flops(workload) / (peak * 1e12), op.bytes_moved(workload) / (bandwidth * 1e9)
+                )
+                * 1e3
+            )
             row = {
-                "case": label, "shape": workload.key, "configs": len(space), "best_ms": best,
-                "best_config": outcome.state.best_config, "vendor": vlabel, "vendor_ms": vms,
-                "roofline_ms": roof, "tuning_s": tuning_s, "trials": outcome.state.n_trials,
+                "case": label,
+                "shape": workload.key,
+                "configs": len(space),
+                "best_ms": best,
+                "best_config": outcome.state.best_config,
+                "vendor": vlabel,
+                "vendor_ms": vms,
+                "roofline_ms": roof,
+                "tuning_s": tuning_s,
+                "trials": outcome.state.n_trials,
             }
             rows.append(row)
             fmt = lambda v: "-" if v is None else f"{v:.4g}"
             ratio = f"{vms / best:.2f}" if (vms and best) else "-"
             frac = f"{roof / best:.2f}" if best else "-"
-            print(f"| {label} | {shape} | {len(space)} | {fmt(best)} | {vlabel} | {fmt(vms)} | {ratio} | "
-                  f"{roof:.4g} | {frac} | {tuning_s:.0f} |", flush=True)
+            print(
+                f"| {label} | {shape} | {len(space)} | {fmt(best)} | {vlabel} | {fmt(vms)} | {ratio} | "
+                f"{roof:.4g} | {frac} | {tuning_s:.0f} |",
+                flush=True,
+            )
             del dev
             cp.get_default_memory_pool().free_all_blocks()
     if args.out:
-        args.out.write_text(json.dumps({"device": spec, "bandwidth_gbs": bandwidth, "rows": rows}, indent=1))
+        args.out.write_text(
+            json.dumps({"device": spec, "bandwidth_gbs": bandwidth, "rows": rows}, indent=1)
+        )
     return 0
 
 

@@ -69,9 +69,17 @@ def run_kernel_tuner(path: Path, strategy: str, budget: int, seed: int) -> KTRun
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             results, _ = kernel_tuner.tune_kernel(
-                doc["kernel_name"], "__global__ void ktune_benchmark() {}", doc["problem_size"], [],
-                {n: doc["tune_params"][n] for n in names}, restrictions=member, cache=str(cache),
-                simulation_mode=True, strategy=strategy, strategy_options={"max_fevals": budget}, quiet=True,
+                doc["kernel_name"],
+                "__global__ void ktune_benchmark() {}",
+                doc["problem_size"],
+                [],
+                {n: doc["tune_params"][n] for n in names},
+                restrictions=member,
+                cache=str(cache),
+                simulation_mode=True,
+                strategy=strategy,
+                strategy_options={"max_fevals": budget},
+                quiet=True,
             )
         seconds = time.perf_counter() - started
     keys: list[str] = []

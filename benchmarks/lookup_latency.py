@@ -39,7 +39,12 @@ import ktune
 from ktune.db import DatabaseError, LookupQuery, TrialIn, TuningLog
 from ktune.search_space.workload import Workload
 
-DEVICES = ["NVIDIA A100-PCIE-40GB", "NVIDIA GeForce RTX 3090", "NVIDIA RTX A4000", "NVIDIA H100 PCIe"]
+DEVICES = [
+    "NVIDIA A100-PCIE-40GB",
+    "NVIDIA GeForce RTX 3090",
+    "NVIDIA RTX A4000",
+    "NVIDIA H100 PCIe",
+]
 PG_SCHEMA = "ktune_bench_lookup"
 BATCH = 20_000
 TOKEN = "bench-token-0123456789abcdef"
@@ -69,17 +74,34 @@ def build(url: str, n_trials: int, n_workloads: int) -> None:
             for d in devices:
                 rows = []
                 for i in range(per_pair):
-                    config = {"tile_m": 16 << (i % 4), "tile_n": 16 << ((i // 4) % 4), "tile_k": 8 << (i // 16 % 3),
-                              "unroll": i // 48 % 4, "vector": 1 << (i % 3), "variant": i}
-                    rows.append(TrialIn(config=config, config_key=json.dumps(config), status="ok",
-                                        time_ms=rng.uniform(0.1, 10.0), times_ms=(1.0, 1.0, 1.0), seq=None))
+                    config = {
+                        "tile_m": 16 << (i % 4),
+                        "tile_n": 16 << ((i // 4) % 4),
+                        "tile_k": 8 << (i // 16 % 3),
+                        "unroll": i // 48 % 4,
+                        "vector": 1 << (i % 3),
+                        "variant": i,
+                    }
+                    rows.append(
+                        TrialIn(
+                            config=config,
+                            config_key=json.dumps(config),
+                            status="ok",
+                            time_ms=rng.uniform(0.1, 10.0),
+                            times_ms=(1.0, 1.0, 1.0),
+                            seq=None,
+                        )
+                    )
                 pending.append((w.id, d.id, rows))
                 n_rows += len(rows)
                 if n_rows >= BATCH:
                     _flush(tlog, pending)
                     pending, n_rows = [], 0
         _flush(tlog, pending)
-    print(f"built {per_pair * n_workloads * len(DEVICES):,} trials in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    print(
+        f"built {per_pair * n_workloads * len(DEVICES):,} trials in {time.perf_counter() - started:.0f} s",
+        file=sys.stderr,
+    )
 
 
 def _flush(tlog: TuningLog, pending: list[tuple[int, int, list[TrialIn]]]) -> None:
@@ -157,8 +179,23 @@ def raw_sql(url: str) -> Callable[[tuple[str, str]], Any]:
 def serve(url: str) -> tuple[subprocess.Popen[str], str]:
     env = {**os.environ, "KTUNE_API_TOKENS": TOKEN, "KTUNE_RUNNER_CONCURRENCY": "0"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ktune.cli.app", "serve", "--port", "0", "--db", url, "--log-level", "warning"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        [
+            sys.executable,
+            "-m",
+            "ktune.cli.app",
+            "serve",
+            "--port",
+            "0",
+            "--db",
+            url,
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
     )
     assert proc.stdout is not None
     match = re.match(r"ktune serving on (http://\S+/)", proc.stdout.readline())
@@ -213,8 +250,15 @@ def measure(label: str, url: str, n_queries: int, n_workloads: int) -> list[tupl
                     raise SystemExit("ktune serve did not answer")
 
             def rest(q: tuple[tuple[int, ...], str]) -> Any:
-                r = http.get("/v1/best", params={"operator": "matmul", "shape": "x".join(map(str, q[0])),
-                                                 "dtype": "float32", "device": q[1]})
+                r = http.get(
+                    "/v1/best",
+                    params={
+                        "operator": "matmul",
+                        "shape": "x".join(map(str, q[0])),
+                        "dtype": "float32",
+                        "device": q[1],
+                    },
+                )
                 assert r.status_code == 200, r.text
                 return r
 
@@ -271,9 +315,14 @@ def main() -> int:
     parser.add_argument("--workloads", type=int, default=1000)
     parser.add_argument("--queries", type=int, default=2000)
     parser.add_argument("--sqlite", default=str(ROOT / "out" / "bench" / "lookup.db"))
-    parser.add_argument("--pg", default=os.environ.get("KTUNE_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test"))
+    parser.add_argument(
+        "--pg",
+        default=os.environ.get("KTUNE_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test"),
+    )
     parser.add_argument("--no-pg", action="store_true")
-    parser.add_argument("--rebuild", action="store_true", help="build the logs again even if they exist")
+    parser.add_argument(
+        "--rebuild", action="store_true", help="build the logs again even if they exist"
+    )
     args = parser.parse_args()
     if args.trials % (args.workloads * len(DEVICES)):
         parser.error(f"--trials must be a multiple of --workloads x {len(DEVICES)} devices")
@@ -288,18 +337,26 @@ def main() -> int:
         rows += measure(label, url, args.queries, args.workloads)
 
     load = os.getloadavg()[0]
-    print(f"\n{args.trials:,} trials, {args.workloads} workloads x {len(DEVICES)} devices, "
-          f"{args.queries} queries each; load average {load:.1f} on {os.cpu_count()} cores\n")
-    print("| lookup | p50 ms | p99 ms | mean ms | p50 / baseline | p99 / baseline | CPU p50 ms | CPU p99 ms |")
+    print(
+        f"\n{args.trials:,} trials, {args.workloads} workloads x {len(DEVICES)} devices, "
+        f"{args.queries} queries each; load average {load:.1f} on {os.cpu_count()} cores\n"
+    )
+    print(
+        "| lookup | p50 ms | p99 ms | mean ms | p50 / baseline | p99 / baseline | CPU p50 ms | CPU p99 ms |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     baseline: tuple[float, float] = (1.0, 1.0)
     for name, (wall, cpu) in rows:
         p50, p99 = quantile(wall, 0.5), quantile(wall, 0.99)
         if "baseline" in name:
             baseline = (p50, p99)
-        cpu_cells = "- | -" if "GET" in name else f"{quantile(cpu, 0.5):.3f} | {quantile(cpu, 0.99):.3f}"
-        print(f"| {name} | {p50:.3f} | {p99:.3f} | {statistics.fmean(wall):.3f} | "
-              f"{p50 / baseline[0]:.1f}x | {p99 / baseline[1]:.1f}x | {cpu_cells} |")
+        cpu_cells = (
+            "- | -" if "GET" in name else f"{quantile(cpu, 0.5):.3f} | {quantile(cpu, 0.99):.3f}"
+        )
+        print(
+            f"| {name} | {p50:.3f} | {p99:.3f} | {statistics.fmean(wall):.3f} | "
+            f"{p50 / baseline[0]:.1f}x | {p99 / baseline[1]:.1f}x | {cpu_cells} |"
+        )
     api_p99 = quantile(dict(rows)["SQLite: ktune.lookup, exact"][0], 0.99)
     verdict = "met" if api_p99 <= 2.0 else "MISSED"
     print(f"\ntarget p99 <= 2 ms for ktune.lookup on SQLite: {api_p99:.3f} ms, {verdict}")

@@ -77,12 +77,17 @@ def prior_of(rec: RecordedSpace, others: list[RecordedSpace]) -> tuple[Sample, .
     for other in others:
         spec = resolve(other.device_name)
         workload = other.workload()
-        out += [Sample(r.config, workload, other.device_name, spec, r.status, r.time_ms) for r in other.records.values()]
+        out += [
+            Sample(r.config, workload, other.device_name, spec, r.status, r.time_ms)
+            for r in other.records.values()
+        ]
     return tuple(out)
 
 
 def replay(rec: RecordedSpace, prior: tuple[Sample, ...], seed: int, budget: int) -> Timed:
-    context = SearchContext(workload=rec.workload(), device=rec.device_name, spec=resolve(rec.device_name), prior=prior)
+    context = SearchContext(
+        workload=rec.workload(), device=rec.device_name, spec=resolve(rec.device_name), prior=prior
+    )
     strategy = Timed(rec.space, seed=seed, context=context)
     backend = ReplayBackend(rec)  # what a job measures with: status, time and recorded cost
     for _ in range(budget):
@@ -100,7 +105,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lengths", default="8,16,32", help="plan lengths, comma-separated")
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--budget", type=int, default=200)
-    parser.add_argument("--transfer", action="store_true", help="also run with the other GPUs of each kernel as the prior")
+    parser.add_argument(
+        "--transfer",
+        action="store_true",
+        help="also run with the other GPUs of each kernel as the prior",
+    )
     args = parser.parse_args(argv)
     try:
         lengths = [int(x) for x in args.lengths.split(",") if x]
@@ -117,9 +126,16 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[list[str]] = []
     plans: list[Plan] = []
     for f, rec in recs.items():
-        others = [r for g, r in recs.items() if g != f and r.kernel_name == rec.kernel_name
-                  and [p.name for p in r.parameters] == [p.name for p in rec.parameters]]
-        modes = [("none", ())] + ([("transfer", prior_of(rec, others))] if args.transfer and others else [])
+        others = [
+            r
+            for g, r in recs.items()
+            if g != f
+            and r.kernel_name == rec.kernel_name
+            and [p.name for p in r.parameters] == [p.name for p in rec.parameters]
+        ]
+        modes = [("none", ())] + (
+            [("transfer", prior_of(rec, others))] if args.transfer and others else []
+        )
         cost = rec.median_measurement_ms / 1000.0
         for mode, prior in modes:
             for length in lengths:
@@ -134,12 +150,24 @@ def main(argv: list[str] | None = None) -> int:
                 if not measured:
                     continue
                 m, e = statistics.median(measured), statistics.median(estimated)
-                rows.append([f"{f.parent.name}/{f.name.split('.')[0]}", mode, str(len(rec.space)), str(length),
-                             f"{1000 * m:.1f}", f"{1000 * e:.1f}", f"{m / e:.2f}", f"{1000 * m / length:.2f}",
-                             f"{100 * m / length / cost:.2f}%"])
+                rows.append(
+                    [
+                        f"{f.parent.name}/{f.name.split('.')[0]}",
+                        mode,
+                        str(len(rec.space)),
+                        str(length),
+                        f"{1000 * m:.1f}",
+                        f"{1000 * e:.1f}",
+                        f"{m / e:.2f}",
+                        f"{1000 * m / length:.2f}",
+                        f"{100 * m / length / cost:.2f}%",
+                    ]
+                )
                 print(f"# {rows[-1]}", file=sys.stderr)
-    print("| recording | prior | configs | plan length | measured ms/plan (median) | estimate ms/plan | "
-          "measured / estimate | tuner ms/measurement | share of measurement time |")
+    print(
+        "| recording | prior | configs | plan length | measured ms/plan (median) | estimate ms/plan | "
+        "measured / estimate | tuner ms/measurement | share of measurement time |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         print("| " + " | ".join(row) + " |")
@@ -147,10 +175,16 @@ def main(argv: list[str] | None = None) -> int:
         x = np.array([[1.0, s, r, n] for s, r, n, _ in plans])
         y = np.array([p[3] for p in plans])
         fit = np.linalg.lstsq(x, y, rcond=None)[0]
-        shipped = (model_guided.PLAN_S_FIXED, model_guided.PLAN_S_PER_CONFIG, model_guided.PLAN_S_PER_ROW,
-                   model_guided.PLAN_S_PER_PROPOSAL)
+        shipped = (
+            model_guided.PLAN_S_FIXED,
+            model_guided.PLAN_S_PER_CONFIG,
+            model_guided.PLAN_S_PER_ROW,
+            model_guided.PLAN_S_PER_PROPOSAL,
+        )
         print("\n| term | fitted here | shipped (ModelGuided.plan_seconds) |\n|---|---|---|")
-        for name, a, b in zip(("fixed s", "s per config scored", "s per training row", "s per proposal"), fit, shipped):
+        for name, a, b in zip(
+            ("fixed s", "s per config scored", "s per training row", "s per proposal"), fit, shipped
+        ):
             print(f"| {name} | {a:.3g} | {b:.3g} |")
     return 0
 

@@ -53,7 +53,9 @@ class EveryTrial(AutoSearch):
     prior_limit = PriorLimit(per_group=1000, total=10**9)
 
 
-def add_synthetic_gpus(tlog: TuningLog, rec: RecordedSpace, n_devices: int, per_device: int | None = None) -> None:
+def add_synthetic_gpus(
+    tlog: TuningLog, rec: RecordedSpace, n_devices: int, per_device: int | None = None
+) -> None:
     """Import ``rec``, then add ``n_devices`` GPUs with its first ``per_device`` records (all by
     default), times multiplied by a log-normal factor (sigma 0.3), failures kept."""
     rng = np.random.default_rng(0)
@@ -84,16 +86,24 @@ def build(path: Path, rec: RecordedSpace, n_devices: int) -> int:
 def load(url: str, rec: RecordedSpace, limit: PriorLimit | None) -> list[Sample]:
     with TuningLog.open(url) as tlog:
         return samples_from_log(
-            tlog, rec.space.parameters, limit=limit, target=(rec.workload().key, TARGET),
-            target_spec=resolve(TARGET), seed=1,
+            tlog,
+            rec.space.parameters,
+            limit=limit,
+            target=(rec.workload().key, TARGET),
+            target_spec=resolve(TARGET),
+            seed=1,
         )
 
 
-def run(url: str, rec: RecordedSpace, cls: type[AutoSearch], limit: PriorLimit | None) -> dict[str, float]:
+def run(
+    url: str, rec: RecordedSpace, cls: type[AutoSearch], limit: PriorLimit | None
+) -> dict[str, float]:
     started = time.perf_counter()
     prior = load(url, rec, limit)
     loaded = time.perf_counter()
-    ctx = SearchContext(workload=rec.workload(), device=TARGET, spec=resolve(TARGET), prior=tuple(prior))
+    ctx = SearchContext(
+        workload=rec.workload(), device=TARGET, spec=resolve(TARGET), prior=tuple(prior)
+    )
     strategy = cls(rec.space, seed=1, context=ctx)
     built = time.perf_counter()
     configs = rec.space.configs(np.arange(len(rec.space)))
@@ -120,8 +130,12 @@ def run(url: str, rec: RecordedSpace, cls: type[AutoSearch], limit: PriorLimit |
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--devices", default="3,15,45", help="synthetic GPUs per log, comma-separated")
-    parser.add_argument("--db-dir", default=str(ROOT / "out" / "bench"), help="where the SQLite logs go")
+    parser.add_argument(
+        "--devices", default="3,15,45", help="synthetic GPUs per log, comma-separated"
+    )
+    parser.add_argument(
+        "--db-dir", default=str(ROOT / "out" / "bench"), help="where the SQLite logs go"
+    )
     args = parser.parse_args()
     try:
         sizes = [int(x) for x in args.devices.split(",")]
@@ -138,7 +152,9 @@ def main() -> int:
         (out_dir / ".write-check").unlink()
     except OSError as exc:
         parser.error(f"--db-dir {out_dir}: cannot write there ({exc.strerror})")
-    print("| trials in log | GPUs | method | load s | build s | plan s (refit) | samples trained on | load peak MB |")
+    print(
+        "| trials in log | GPUs | method | load s | build s | plan s (refit) | samples trained on | load peak MB |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     ratios: list[tuple[int, dict[str, float]]] = []
     for n in sizes:
@@ -157,7 +173,9 @@ def main() -> int:
     print("| trials in log | load ratio | build ratio | plan ratio | peak memory ratio |")
     print("|---|---|---|---|---|")
     for trials, r in ratios:
-        print(f"| {trials:,} | {r['load']:.2f} | {r['build']:.2f} | {r['plan']:.2f} | {r['peak_mb']:.2f} |")
+        print(
+            f"| {trials:,} | {r['load']:.2f} | {r['build']:.2f} | {r['plan']:.2f} | {r['peak_mb']:.2f} |"
+        )
     return 0
 
 

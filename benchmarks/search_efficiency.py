@@ -86,7 +86,9 @@ def random_expectation(rec: RecordedSpace, budget: int) -> Runs:
     """
     n = len(rec.space)
     members = _members(rec)
-    times = np.sort([r.time_ms for r in rec.records.values() if r.status == "ok" and r.key in members])
+    times = np.sort(
+        [r.time_ms for r in rec.records.values() if r.status == "ok" and r.key in members]
+    )
     opt = times[0]
     medians = []
     for k in range(1, budget + 1):
@@ -111,19 +113,27 @@ def _ratio(a: int, n: int, k: int) -> float:
     """C(a, k) / C(n, k) computed in log space."""
     if a < k:
         return 0.0
-    return math.exp(math.lgamma(a + 1) - math.lgamma(a - k + 1) - math.lgamma(n + 1) + math.lgamma(n - k + 1))
+    return math.exp(
+        math.lgamma(a + 1) - math.lgamma(a - k + 1) - math.lgamma(n + 1) + math.lgamma(n - k + 1)
+    )
 
 
-def run_ktune(path: Path, rec: RecordedSpace, name: str, seed: int, budget: int, template: Path, tmp: Path) -> tuple[np.ndarray, float]:
+def run_ktune(
+    path: Path, rec: RecordedSpace, name: str, seed: int, budget: int, template: Path, tmp: Path
+) -> tuple[np.ndarray, float]:
     db = tmp / f"run-{name}-{seed}.db"
     shutil.copy(template, db)
     with TuningLog.open(f"sqlite:///{db}") as tlog:
         source = ReplaySource.open(path)
-        job = create_job(tlog, JobRequest(source, name, Budget(max_trials=budget), seed=seed, batch_size=1))
+        job = create_job(
+            tlog, JobRequest(source, name, Budget(max_trials=budget), seed=seed, batch_size=1)
+        )
         outcome = run_job(tlog, job.id, source=source)
         keys = [t.config_key for t in tlog.job_trials(job.id)]
     db.unlink()
-    return best_curve(rec, keys, budget), 1000.0 * outcome.state.tuner_s / max(1, outcome.state.n_trials)
+    return best_curve(rec, keys, budget), 1000.0 * outcome.state.tuner_s / max(
+        1, outcome.state.n_trials
+    )
 
 
 def make_template(tmp: Path, name: str, imports: list[RecordedSpace]) -> Path:
@@ -138,10 +148,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="*", type=Path)
     parser.add_argument("--seeds", type=int, default=10)
-    parser.add_argument("--first-seed", type=int, default=0, help="seeds run from here (a second draw of seeds)")
+    parser.add_argument(
+        "--first-seed", type=int, default=0, help="seeds run from here (a second draw of seeds)"
+    )
     parser.add_argument("--budget", type=int, default=200)
-    parser.add_argument("--strategies", default=",".join(strategies.names()), help="ktune strategies, comma-separated")
-    parser.add_argument("--kt", default=",".join(KT_STRATEGIES), help="Kernel Tuner strategies ('' for none)")
+    parser.add_argument(
+        "--strategies",
+        default=",".join(strategies.names()),
+        help="ktune strategies, comma-separated",
+    )
+    parser.add_argument(
+        "--kt", default=",".join(KT_STRATEGIES), help="Kernel Tuner strategies ('' for none)"
+    )
     parser.add_argument("--modes", default="none,transfer")
     args = parser.parse_args(argv)
     if args.seeds < 1 or args.first_seed < 0 or args.budget < 1:
@@ -160,13 +178,22 @@ def main(argv: list[str] | None = None) -> int:
         empty = make_template(tmp, "empty", [])
         for f, rec in recs.items():
             label = f"{f.parent.name}/{f.name.split('.')[0]}"
-            others = [r for g, r in recs.items() if g != f and r.kernel_name == rec.kernel_name
-                      and [p.name for p in r.parameters] == [p.name for p in rec.parameters]]
+            others = [
+                r
+                for g, r in recs.items()
+                if g != f
+                and r.kernel_name == rec.kernel_name
+                and [p.name for p in r.parameters] == [p.name for p in rec.parameters]
+            ]
             for mode in modes:
                 if mode == "transfer" and not others:
-                    print(f"# {label}: no other GPU of this kernel; no transfer row", file=sys.stderr)
+                    print(
+                        f"# {label}: no other GPU of this kernel; no transfer row", file=sys.stderr
+                    )
                     continue
-                template = empty if mode == "none" else make_template(tmp, label.replace("/", "_"), others)
+                template = (
+                    empty if mode == "none" else make_template(tmp, label.replace("/", "_"), others)
+                )
                 for name in ours:
                     runs = Runs([], [])
                     for seed in range(args.first_seed, args.first_seed + args.seeds):
@@ -174,8 +201,11 @@ def main(argv: list[str] | None = None) -> int:
                         runs.curves.append(curve)
                         runs.tuner_ms_per_measurement.append(ms)
                     results[mode][f"ktune:{name}"][f] = runs
-                    print(f"# {mode:8s} {label:24s} ktune:{name:12s} median@50 {runs.median_at(50):.3f} "
-                          f"@100 {runs.median_at(100):.3f}", file=sys.stderr)
+                    print(
+                        f"# {mode:8s} {label:24s} ktune:{name:12s} median@50 {runs.median_at(50):.3f} "
+                        f"@100 {runs.median_at(100):.3f}",
+                        file=sys.stderr,
+                    )
                 if mode == "none":
                     for name in theirs:
                         runs = Runs([], [])
@@ -190,31 +220,64 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def print_table(mode: str, table: dict[str, dict[Path, Runs]], recs: dict[Path, RecordedSpace], seeds: int, budget: int) -> None:
+def print_table(
+    mode: str,
+    table: dict[str, dict[Path, Runs]],
+    recs: dict[Path, RecordedSpace],
+    seeds: int,
+    budget: int,
+) -> None:
     spaces = sorted({f for per in table.values() for f in per}, key=str)
     cost_ms = {f: recs[f].median_measurement_ms for f in spaces}
-    print(f"\n### mode: {mode} ({len(spaces)} spaces, {seeds} seeds, budget {budget}; replayed recordings)\n")
+    print(
+        f"\n### mode: {mode} ({len(spaces)} spaces, {seeds} seeds, budget {budget}; replayed recordings)\n"
+    )
     cps = [k for k in CHECKPOINTS if k <= budget]
-    print("| strategy | " + " | ".join(f"@{k}" for k in cps)
-          + " | within 5% by 10 | within 5% by 100 | tuner ms/meas. | tuner / measurement time (worst space) |")
+    print(
+        "| strategy | "
+        + " | ".join(f"@{k}" for k in cps)
+        + " | within 5% by 10 | within 5% by 100 | tuner ms/meas. | tuner / measurement time (worst space) |"
+    )
     print("|---|" + "---|" * (len(cps) + 4))
-    for name, per in sorted(table.items(), key=lambda kv: statistics.mean(r.median_at(100) for r in kv[1].values())):
+    for name, per in sorted(
+        table.items(), key=lambda kv: statistics.mean(r.median_at(100) for r in kv[1].values())
+    ):
         cells = [f"{statistics.mean(per[f].median_at(k) for f in per):.3f}" for k in cps]
         within = [r.within(100) for r in per.values()]
         within10 = [r.within(10) for r in per.values()]
         ms = [m for r in per.values() for m in r.tuner_ms_per_measurement if not math.isnan(m)]
-        shares = [statistics.median(r.tuner_ms_per_measurement) / cost_ms[f]
-                  for f, r in per.items() if not any(math.isnan(m) for m in r.tuner_ms_per_measurement)]
-        print(f"| {name} | " + " | ".join(cells) + f" | {statistics.mean(within10):.2f} | {statistics.mean(within):.2f} | "
-              + (f"{statistics.median(ms):.1f}" if ms else "-") + " | "
-              + (f"{100 * max(shares):.2f}%" if shares and max(shares) > 0 else "-") + " |")
+        shares = [
+            statistics.median(r.tuner_ms_per_measurement) / cost_ms[f]
+            for f, r in per.items()
+            if not any(math.isnan(m) for m in r.tuner_ms_per_measurement)
+        ]
+        print(
+            f"| {name} | "
+            + " | ".join(cells)
+            + f" | {statistics.mean(within10):.2f} | {statistics.mean(within):.2f} | "
+            + (f"{statistics.median(ms):.1f}" if ms else "-")
+            + " | "
+            + (f"{100 * max(shares):.2f}%" if shares and max(shares) > 0 else "-")
+            + " |"
+        )
     print("\nper space, median best/optimum @10 / @50 / @100:\n")
-    print("| strategy | " + " | ".join(f"{f.parent.name}/{f.name.split('.')[0]}" for f in spaces) + " |")
+    print(
+        "| strategy | "
+        + " | ".join(f"{f.parent.name}/{f.name.split('.')[0]}" for f in spaces)
+        + " |"
+    )
     print("|---|" + "---|" * len(spaces))
     for name, per in sorted(table.items()):
-        print(f"| {name} | " + " | ".join(
-            f"{per[f].median_at(10):.3f} / {per[f].median_at(50):.3f} / {per[f].median_at(100):.3f}" if f in per else "-"
-            for f in spaces) + " |")
+        print(
+            f"| {name} | "
+            + " | ".join(
+                f"{per[f].median_at(10):.3f} / {per[f].median_at(50):.3f} / {per[f].median_at(100):.3f}"
+                if f in per
+                else "-"
+                for f in spaces
+            )
+            + " |"
+        )
 
 
 if __name__ == "__main__":

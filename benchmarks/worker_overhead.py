@@ -57,18 +57,26 @@ def main(argv: list[str] | None = None) -> int:
 
     import ray
 
-    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False, object_store_memory=100 * 2**20)
+    ray.init(
+        num_cpus=4, include_dashboard=False, log_to_driver=False, object_store_memory=100 * 2**20
+    )
     pools: dict[str, Callable[[int], SlotPool]] = {
         "local processes": lambda n: WorkerPool(planted, slots=n, timeout_s=30),
-        "Ray actors": lambda n: RayWorkerPool(planted, RayPlacement("local", workers=n, num_gpus=0), timeout_s=30),
+        "Ray actors": lambda n: RayWorkerPool(
+            planted, RayPlacement("local", workers=n, num_gpus=0), timeout_s=30
+        ),
     }
     rows: list[tuple[str, str, float]] = []
     for name, make in pools.items():
         with make(1) as pool:
-            rows.append((name, "1 worker, one task at a time (ms/task)", _per_task_ms(pool, args.tasks, 1)))
+            rows.append(
+                (name, "1 worker, one task at a time (ms/task)", _per_task_ms(pool, args.tasks, 1))
+            )
             rows.append((name, "replace a crashed worker (ms)", _restart_ms(pool, args.restarts)))
         with make(2) as pool:
-            rows.append((name, "2 workers, batches of 8 (ms/task)", _per_task_ms(pool, args.tasks, 8)))
+            rows.append(
+                (name, "2 workers, batches of 8 (ms/task)", _per_task_ms(pool, args.tasks, 8))
+            )
     ray.shutdown()
 
     baseline = {what: ms for name, what, ms in rows if name == "local processes"}

@@ -118,14 +118,19 @@ def limit_samples(
     keys = list(members)
     groups = [
         summarise(
-            w, d, samples[members[(w, d)][0]].spec,
+            w,
+            d,
+            samples[members[(w, d)][0]].spec,
             [samples[i].time_ms if samples[i].ok else None for i in members[(w, d)]],
-            target, target_spec,
+            target,
+            target_spec,
         )
         for w, d in keys
     ]
     kept = sorted(
-        members[key][int(p)] for key, positions in zip(keys, choose(groups, limit, seed)) for p in positions
+        members[key][int(p)]
+        for key, positions in zip(keys, choose(groups, limit, seed))
+        for p in positions
     )
     return [samples[i] for i in kept]
 

@@ -53,7 +53,10 @@ def source_similarity(
     spec_sim = np.ones(n)
     if target_spec is not None:
         dist = np.array(
-            [math.inf if groups[g] == target else spec_distance(first[g].spec, target_spec) for g in range(n)]
+            [
+                math.inf if groups[g] == target else spec_distance(first[g].spec, target_spec)
+                for g in range(n)
+            ]
         )
         known = np.isfinite(dist)
         if known.any():

@@ -126,9 +126,12 @@ def samples_from_log(
     if limit is not None:
         summaries = [
             summarise(
-                g.workload.key, g.device, g.spec,
+                g.workload.key,
+                g.device,
+                g.spec,
                 [t.time_ms if is_ok(t.status, t.time_ms) else None for t in g.trials],
-                target, target_spec,
+                target,
+                target_spec,
             )
             for g in groups
         ]

@@ -115,8 +115,13 @@ class TransferModel:
                     name,
                 )
         samples = samples_from_log(
-            tlog, space.parameters, exclude_devices=[name] if exclude_target_trials else (),
-            limit=limit, target=(workload.key, name), target_spec=spec, seed=seed,
+            tlog,
+            space.parameters,
+            exclude_devices=[name] if exclude_target_trials else (),
+            limit=limit,
+            target=(workload.key, name),
+            target_spec=spec,
+            seed=seed,
         )
         samples = [_with_spec(s, name, spec) for s in samples]
         if not any(s.ok for s in samples):

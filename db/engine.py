@@ -201,7 +201,9 @@ def make_engine(url: str, *, read_only: bool = False) -> Engine:
                     if file is not None:
                         file.parent.mkdir(parents=True, exist_ok=True)
                 except OSError as exc:
-                    raise DatabaseError(f"cannot use {mask_url(parsed)}: {exc.strerror or exc}") from exc
+                    raise DatabaseError(
+                        f"cannot use {mask_url(parsed)}: {exc.strerror or exc}"
+                    ) from exc
                 engine = create_engine(parsed, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
             event.listen(engine, "connect", _set_sqlite_pragmas)
             return engine

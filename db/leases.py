@@ -123,7 +123,9 @@ def control(conn: Connection, job_id: int) -> JobControl | None:
             job_t.c.id == job_id
         )
     ).first()
-    return None if row is None else JobControl(row.state, row.claimed_by, bool(row.cancel_requested))
+    return (
+        None if row is None else JobControl(row.state, row.claimed_by, bool(row.cancel_requested))
+    )
 
 
 def request_cancel(conn: Connection, job_id: int, now: datetime) -> None:
@@ -140,7 +142,10 @@ def request_cancel(conn: Connection, job_id: int, now: datetime) -> None:
     abandoned = update(job_t).where(
         *running, or_(job_t.c.lease_until < now, job_t.c.claimed_by.is_(None))
     )
-    if conn.execute(abandoned.values({**finish, "claimed_by": None, "lease_until": None})).rowcount == 1:
+    if (
+        conn.execute(abandoned.values({**finish, "claimed_by": None, "lease_until": None})).rowcount
+        == 1
+    ):
         return
     held = update(job_t).where(*running)
     if conn.execute(held.values(cancel_requested=True)).rowcount == 1:
@@ -157,7 +162,9 @@ def cancel_unheld(conn: Connection, job_id: int, holder: str, now: datetime) -> 
     stmt = (
         update(job_t)
         .where(
-            job_t.c.id == job_id, job_t.c.state == "running", job_t.c.claimed_by == holder,
+            job_t.c.id == job_id,
+            job_t.c.state == "running",
+            job_t.c.claimed_by == holder,
             job_t.c.lease_until.is_(None),
         )
         .values(state="cancelled", finished_at=now, cancel_requested=True, claimed_by=None)

@@ -87,9 +87,9 @@ def tuned(
 def operator_ranks(conn: Connection, operator: str) -> set[int]:
     """The ranks of the shapes of ``operator``'s workloads in the log."""
     shapes = conn.execute(
-        workload_t.select().with_only_columns(workload_t.c.shape).where(
-            workload_t.c.operator == operator
-        )
+        workload_t.select()
+        .with_only_columns(workload_t.c.shape)
+        .where(workload_t.c.operator == operator)
     ).scalars()
     return {len(shape) for shape in shapes}
 

@@ -183,9 +183,7 @@ class TuningLog:
         if existing is not None and not _lacks(existing, fill):
             return existing
         with self._write() as conn:
-            _insert_ignore(
-                conn, device_t, ["name"], {"name": name, **fill, "created_at": utcnow()}
-            )
+            _insert_ignore(conn, device_t, ["name"], {"name": name, **fill, "created_at": utcnow()})
             _fill_missing(conn, device_t, device_t.c.name == name, fill)
             row = conn.execute(select(device_t).where(device_t.c.name == name)).one()
         return to_device(row)
@@ -269,9 +267,7 @@ class TuningLog:
         elif state in FINAL_STATES:
             values.update(finished_at=now)
         with self._write() as conn:
-            job_id = conn.execute(
-                job_t.insert().values(values).returning(job_t.c.id)
-            ).scalar_one()
+            job_id = conn.execute(job_t.insert().values(values).returning(job_t.c.id)).scalar_one()
             row = conn.execute(jobs_query().where(job_t.c.id == job_id)).one()
         return to_job(row)
 
@@ -440,7 +436,9 @@ class TuningLog:
         """Id, job, device, status and time of every trial of a workload, oldest first: a
         narrow scan (no configs) for choosing which trials to load."""
         c = trial_t.c
-        query = select(c.id, c.job_id, c.device_id, c.status, c.time_ms).where(c.workload_id == workload_id)
+        query = select(c.id, c.job_id, c.device_id, c.status, c.time_ms).where(
+            c.workload_id == workload_id
+        )
         with self._read() as conn:
             return [
                 TrialOutcome(row.id, row.job_id, row.device_id, row.status, row.time_ms)
@@ -558,7 +556,12 @@ class TuningLog:
             return tiers.tuned(conn, operator=operator, dtype=dtype, layout=layout, device=device)
 
     def similar_devices(
-        self, device: str, operator: str, dtype: str, layout: str, device_distance: tiers.DeviceDistance
+        self,
+        device: str,
+        operator: str,
+        dtype: str,
+        layout: str,
+        device_distance: tiers.DeviceDistance,
     ) -> list[tuple[float, str]]:
         """``(distance, name)`` of the other devices with tuned shapes of (``operator``,
         ``dtype``, ``layout``), nearest to ``device`` first, as the lookup's tiers rank them."""

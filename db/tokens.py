@@ -23,7 +23,16 @@ from sqlalchemy import Connection, select, update
 from ktune.db.queries import to_token, token_t
 from ktune.db.records import TokenRecord
 
-__all__ = ["MAX_NAME_LENGTH", "PREFIX", "check_name", "create", "digest", "list_all", "revoke", "verify"]
+__all__ = [
+    "MAX_NAME_LENGTH",
+    "PREFIX",
+    "check_name",
+    "create",
+    "digest",
+    "list_all",
+    "revoke",
+    "verify",
+]
 
 PREFIX = "ktune"
 MAX_NAME_LENGTH = 64

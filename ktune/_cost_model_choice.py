@@ -46,6 +46,13 @@ def cost_model_choice(tlog: TuningLog, query: LookupQuery) -> Answer | None:
         return None
     best = int(model.rank()[0])
     return Answer(
-        query=query, tier="cost_model", workload=workload.key, device=query.device,
-        config=space.config(best), time_ms=None, trial=None, distance=0.0, updated_at=None,
+        query=query,
+        tier="cost_model",
+        workload=workload.key,
+        device=query.device,
+        config=space.config(best),
+        time_ms=None,
+        trial=None,
+        distance=0.0,
+        updated_at=None,
     )

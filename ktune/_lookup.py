@@ -38,7 +38,9 @@ def parse_shape(shape: str | Sequence[int]) -> tuple[int, ...]:
         parts = _SHAPE_SPLIT.split(shape.strip())
         if not all(p.isascii() and p.isdigit() for p in parts):  # not "²" or Arabic-Indic digits
             raise LookupInputError("shape", f"{shape[:100]!r} is not like 4096x4096")
-        if any(len(p.lstrip("0")) > len(str(MAX_DIM)) for p in parts):  # before int(): no 10^5-digit parse
+        if any(
+            len(p.lstrip("0")) > len(str(MAX_DIM)) for p in parts
+        ):  # before int(): no 10^5-digit parse
             raise LookupInputError("shape", f"sizes must be at most {MAX_DIM}")
         dims = tuple(int(p) for p in parts)
     else:
@@ -55,7 +57,6 @@ def parse_shape(shape: str | Sequence[int]) -> tuple[int, ...]:
     return dims
 
 
-
 def _query(
     operator: str | None,
     shape: str | Sequence[int] | None,
@@ -66,8 +67,13 @@ def _query(
 ) -> LookupQuery:
     if not device or not device.strip():
         raise LookupInputError("device", "give the device name, e.g. 'NVIDIA A100-PCIE-40GB'")
-    for field, text in (("device", device), ("operator", operator), ("workload", workload),
-                        ("dtype", dtype), ("layout", layout)):
+    for field, text in (
+        ("device", device),
+        ("operator", operator),
+        ("workload", workload),
+        ("dtype", dtype),
+        ("layout", layout),
+    ):
         if text is not None and "\x00" in text:
             raise LookupInputError(field, "must not contain NUL characters")
     if workload is not None:
@@ -120,7 +126,14 @@ def lookup(
     ``db.DatabaseError`` when the log cannot be read (no such log, an older schema: run
     ``ktune db upgrade``, an unreachable server).
     """
-    query = _query(operator, shape, "" if dtype is None else dtype, "" if layout is None else layout, device, workload)
+    query = _query(
+        operator,
+        shape,
+        "" if dtype is None else dtype,
+        "" if layout is None else layout,
+        device,
+        workload,
+    )
     tlog = db if isinstance(db, TuningLog) else _open(db)
     distance = device_distance() if fallback else None
     result = tlog.lookup(query, fallback=fallback, device_distance=distance)

@@ -48,7 +48,9 @@ class Parameter:
         for value in self.values:
             if isinstance(value, float) and not math.isfinite(value):
                 # NaN equals nothing (its config could never be found); neither has a C literal
-                raise ParameterError(f"parameter {self.name!r}: value {value!r} is not a finite number")
+                raise ParameterError(
+                    f"parameter {self.name!r}: value {value!r} is not a finite number"
+                )
         if len(set(self.values)) != len(self.values):
             raise ParameterError(f"parameter {self.name!r} lists a value twice")
         kinds = {_kind_of(v) for v in self.values}
@@ -74,7 +76,12 @@ class Parameter:
         return self.values.index(value)
 
     def to_dict(self) -> dict[str, object]:
-        return {"name": self.name, "kind": self.kind, "values": list(self.values), "default": self.default}
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "values": list(self.values),
+            "default": self.default,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, object]) -> Parameter:

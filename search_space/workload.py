@@ -56,7 +56,9 @@ class Workload:
             raise WorkloadError(f"workload key {key!r} is not operator/shape/dtype[/layout]")
         dims = parts[1].split("x")
         if not all(d.isascii() and d.isdigit() and len(d) <= len(str(MAX_DIM)) for d in dims):
-            raise WorkloadError(f"workload key {key[:200]!r}: shape {parts[1][:100]!r} is not like 64x64")
+            raise WorkloadError(
+                f"workload key {key[:200]!r}: shape {parts[1][:100]!r} is not like 64x64"
+            )
         shape = tuple(int(d) for d in dims)
         dtype = "" if parts[2] == "-" else parts[2]
         return cls(parts[0], shape, dtype, parts[3] if len(parts) == 4 else "")

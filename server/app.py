@@ -78,7 +78,9 @@ def create_app(settings: Settings | None = None, *, tlog: TuningLog | None = Non
     app.add_exception_handler(DatabaseError, database_unavailable)
     app.add_exception_handler(RequestValidationError, validation_failed)
     app.add_middleware(
-        BodyLimit, max_bytes=settings.max_body_bytes, per_path={recordings.router.prefix: settings.max_upload_bytes}
+        BodyLimit,
+        max_bytes=settings.max_body_bytes,
+        per_path={recordings.router.prefix: settings.max_upload_bytes},
     )
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")

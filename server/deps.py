@@ -29,7 +29,9 @@ __all__ = [
     "Writer",
 ]
 
-_bearer = HTTPBearer(auto_error=False, description="A token of KTUNE_API_TOKENS or `ktune token create`.")
+_bearer = HTTPBearer(
+    auto_error=False, description="A token of KTUNE_API_TOKENS or `ktune token create`."
+)
 
 
 async def _settings(request: Request) -> Settings:
@@ -70,13 +72,17 @@ async def _writer(credentials: Credentials, settings: SettingsDep, tlog: LogDep)
     if credentials is None:
         raise _refuse("this request needs a bearer token (Authorization: Bearer <token>)")
     # A stored token is checked in the log: off the event loop, like every query.
-    principal = await anyio.to_thread.run_sync(authenticate, credentials.credentials, settings, tlog)
+    principal = await anyio.to_thread.run_sync(
+        authenticate, credentials.credentials, settings, tlog
+    )
     if principal is None:
         raise _refuse("invalid or revoked token")
     return principal
 
 
-async def _reader(credentials: Credentials, settings: SettingsDep, tlog: LogDep) -> Principal | None:
+async def _reader(
+    credentials: Credentials, settings: SettingsDep, tlog: LogDep
+) -> Principal | None:
     if not settings.reads_need_token:
         return None
     return await _writer(credentials, settings, tlog)

@@ -13,7 +13,14 @@ from pydantic import BaseModel
 
 from ktune.db import DatabaseError
 
-__all__ = ["ERRORS", "Message", "database_unavailable", "invalid", "unreadable_upload", "validation_failed"]
+__all__ = [
+    "ERRORS",
+    "Message",
+    "database_unavailable",
+    "invalid",
+    "unreadable_upload",
+    "validation_failed",
+]
 
 
 class Message(BaseModel):
@@ -28,7 +35,9 @@ def invalid(location: tuple[str | int, ...], message: str) -> RequestValidationE
 def unreadable_upload(message: str) -> HTTPException:
     """A 422 about an uploaded file (a body that is not JSON by design), in the format of
     FastAPI's validation errors; made JSON-safe, since the message may quote the file."""
-    return HTTPException(422, detail=[{"type": "value_error", "loc": ["body"], "msg": _json_safe(message)}])
+    return HTTPException(
+        422, detail=[{"type": "value_error", "loc": ["body"], "msg": _json_safe(message)}]
+    )
 
 
 async def validation_failed(request: Request, exc: Exception) -> JSONResponse:
@@ -41,7 +50,10 @@ async def validation_failed(request: Request, exc: Exception) -> JSONResponse:
     if _body_not_json(request, exc):
         sent = request.headers.get("content-type")
         got = f"got {sent[:100]!r}" if sent else "none was sent"
-        return JSONResponse({"detail": f"the body must be JSON, sent with Content-Type: application/json ({got})"}, status_code=415)
+        return JSONResponse(
+            {"detail": f"the body must be JSON, sent with Content-Type: application/json ({got})"},
+            status_code=415,
+        )
     return JSONResponse({"detail": _json_safe(jsonable_encoder(exc.errors()))}, status_code=422)
 
 
@@ -54,7 +66,9 @@ def _body_not_json(request: Request, exc: RequestValidationError) -> bool:
     if "transfer-encoding" not in headers and headers.get("content-length", "0") == "0":
         return False  # no body at all: FastAPI's 422 "Field required" says it
     media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    if media == "application/json" or (media.startswith("application/") and media.endswith("+json")):
+    if media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    ):
         return False
     return any(tuple(e.get("loc", ()))[:1] == ("body",) for e in exc.errors())
 

@@ -18,7 +18,9 @@ class BodyLimit:
     """Refuse request bodies over ``max_bytes`` with 413, by Content-Length or as they stream;
     ``per_path`` gives some paths another limit (uploads of recordings)."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int, per_path: Mapping[str, int] | None = None) -> None:
+    def __init__(
+        self, app: ASGIApp, max_bytes: int, per_path: Mapping[str, int] | None = None
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
         self.per_path = dict(per_path or {})

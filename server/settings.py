@@ -38,7 +38,9 @@ class Settings(BaseSettings):
     """Settings of ``ktune serve`` and ``ktune worker``; invalid values fail at start-up."""
 
     # an empty variable is an unset one (docker compose passes `${VAR:-}` as "")
-    model_config = SettingsConfigDict(env_prefix="KTUNE_", extra="ignore", frozen=True, env_ignore_empty=True)
+    model_config = SettingsConfigDict(
+        env_prefix="KTUNE_", extra="ignore", frozen=True, env_ignore_empty=True
+    )
 
     database_url: str | None = None
     api_tokens: Annotated[tuple[SecretStr, ...], NoDecode] = ()
@@ -82,7 +84,9 @@ class Settings(BaseSettings):
 
         unknown = [b for b in backends if b not in BACKENDS]
         if unknown:
-            raise ValueError(f"unknown backend(s) {', '.join(map(repr, unknown))} (choose from: {', '.join(BACKENDS)})")
+            raise ValueError(
+                f"unknown backend(s) {', '.join(map(repr, unknown))} (choose from: {', '.join(BACKENDS)})"
+            )
         for name in backends:
             if (reason := backend_unavailable(name)) is not None:
                 raise ValueError(f"backend {name!r}: {reason}")
@@ -114,5 +118,7 @@ class Settings(BaseSettings):
             problems = []
             for error in exc.errors(include_input=False, include_url=False):
                 field = ".".join(str(part) for part in error["loc"]) or "settings"
-                problems.append(f"KTUNE_{field.upper()}: {error['msg'].removeprefix('Value error, ')}")
+                problems.append(
+                    f"KTUNE_{field.upper()}: {error['msg'].removeprefix('Value error, ')}"
+                )
             raise SettingsError("; ".join(problems)) from None

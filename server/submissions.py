@@ -37,12 +37,16 @@ class FieldError(ValueError):
         self.field = field
 
 
-def build_request(body: JobCreate, catalog: RecordingCatalog, ray_address: str | None = None) -> JobRequest:
+def build_request(
+    body: JobCreate, catalog: RecordingCatalog, ray_address: str | None = None
+) -> JobRequest:
     """The validated job request, or :class:`FieldError` (or :class:`BackendError` when the
     Ray cluster offers no GPU for an operator job)."""
     b = body.budget
     try:
-        budget = Budget(max_trials=b.trials, max_seconds=b.seconds, target_ms=b.target_ms, patience=b.patience)
+        budget = Budget(
+            max_trials=b.trials, max_seconds=b.seconds, target_ms=b.target_ms, patience=b.patience
+        )
     except BudgetError as exc:
         raise FieldError(("budget",), str(exc)) from None
     source: ReplaySource | OperatorSource | CpuSource
@@ -70,11 +74,15 @@ def _replayed(body: JobCreate, catalog: RecordingCatalog) -> ReplaySource:
         catalog.load(body.space)  # through the catalog: any reader error is a FormatError there
         source = ReplaySource.open(info.path, constraints=body.constraints, speed=body.replay_speed)
     except FormatError as exc:
-        raise FieldError(("space",), f"recorded space {body.space!r} cannot be read: {exc.problem}") from None
+        raise FieldError(
+            ("space",), f"recorded space {body.space!r} cannot be read: {exc.problem}"
+        ) from None
     except ValueError as exc:  # a constraint that does not parse, or leaves no config
         raise FieldError(("constraints",), str(exc)) from None
     if len(source.space) == 0:
-        raise FieldError(("constraints",), f"no configuration of {body.space!r} satisfies the constraints")
+        raise FieldError(
+            ("constraints",), f"no configuration of {body.space!r} satisfies the constraints"
+        )
     recorded_on = source.recording.device_name
     if body.device is not None and body.device != recorded_on:
         raise FieldError(
@@ -90,11 +98,16 @@ def _on_ray(body: JobCreate, ray_address: str | None) -> OperatorSource:
     assert body.operator is not None and body.shape is not None
     if body.operator not in operators.names():  # custom operators need a T1 file: CLI only
         known = [*operators.names(), *cpu_operators.names()]
-        raise FieldError(("operator",), f"unknown operator {body.operator!r} (choose from: {', '.join(known)})")
+        raise FieldError(
+            ("operator",), f"unknown operator {body.operator!r} (choose from: {', '.join(known)})"
+        )
     if ray_address is None:
-        raise FieldError(("operator",), "this server measures no GPUs: GPU operator jobs run on a Ray cluster "
-                                        "(start the server with KTUNE_RAY_ADDRESS); CPU operators "
-                                        f"({', '.join(cpu_operators.names())}) run on the runners' CPUs")
+        raise FieldError(
+            ("operator",),
+            "this server measures no GPUs: GPU operator jobs run on a Ray cluster "
+            "(start the server with KTUNE_RAY_ADDRESS); CPU operators "
+            f"({', '.join(cpu_operators.names())}) run on the runners' CPUs",
+        )
     try:
         operators.get(body.operator).workload(body.shape, body.dtype, body.layout)
     except ValueError as exc:
@@ -102,7 +115,12 @@ def _on_ray(body: JobCreate, ray_address: str | None) -> OperatorSource:
     placement = RayPlacement(ray_address, body.gpu_workers, body.gpu_type)
     try:
         return OperatorSource.open(
-            body.operator, body.shape, body.dtype, body.layout, constraints=body.constraints, ray=placement,
+            body.operator,
+            body.shape,
+            body.dtype,
+            body.layout,
+            constraints=body.constraints,
+            ray=placement,
             detect=lambda: [ray_pool.detect_device(placement, timeout_s=PROBE_TIMEOUT_S)],
         )
     except ValueError as exc:  # a constraint that does not parse, or leaves no config (SourceError)
@@ -115,17 +133,24 @@ def _on_this_cpu(body: JobCreate) -> CpuSource:
     assert body.operator is not None
     given = [name for name in ("gpu_type", "gpu_workers") if name in body.model_fields_set]
     if given:
-        raise FieldError((given[0],), f"{body.operator} runs on a CPU: {', '.join(given)} go(es) with GPU operators")
+        raise FieldError(
+            (given[0],),
+            f"{body.operator} runs on a CPU: {', '.join(given)} go(es) with GPU operators",
+        )
     try:
         cpu_operators.get(body.operator).workload(body.shape or "", body.dtype, body.layout)
     except ValueError as exc:
         raise FieldError(("shape",), str(exc)) from None
     try:
-        return CpuSource.open(body.operator, body.shape, body.dtype, body.layout, constraints=body.constraints)
+        return CpuSource.open(
+            body.operator, body.shape, body.dtype, body.layout, constraints=body.constraints
+        )
     except ValueError as exc:  # a constraint that does not parse, or leaves no config (SourceError)
         raise FieldError(("constraints",), str(exc)) from None
 
 
-def submit(body: JobCreate, tlog: TuningLog, catalog: RecordingCatalog, ray_address: str | None = None) -> JobRecord:
+def submit(
+    body: JobCreate, tlog: TuningLog, catalog: RecordingCatalog, ray_address: str | None = None
+) -> JobRecord:
     """Validate ``body`` and record the queued job."""
     return create_job(tlog, build_request(body, catalog, ray_address))

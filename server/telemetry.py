@@ -38,7 +38,9 @@ class _LogCollector(Collector):
             return
         up.add_metric([], 1)
         yield up
-        by_state = GaugeMetricFamily("ktune_jobs", "Jobs in the tuning log by state.", labels=["state"])
+        by_state = GaugeMetricFamily(
+            "ktune_jobs", "Jobs in the tuning log by state.", labels=["state"]
+        )
         for state in JOB_STATES:
             by_state.add_metric([state], jobs.get(state, 0))
         yield by_state
@@ -48,7 +50,9 @@ class _LogCollector(Collector):
         measured.add_metric([], sum(trials.values()))
         yield measured
         errors = CounterMetricFamily(
-            "ktune_measurement_errors", "Measurements that did not succeed, by status.", labels=["status"]
+            "ktune_measurement_errors",
+            "Measurements that did not succeed, by status.",
+            labels=["status"],
         )
         for status in TRIAL_STATUSES:
             if status != "ok":
@@ -56,7 +60,9 @@ class _LogCollector(Collector):
         yield errors
         runner = self._runner()
         if runner is not None:
-            running = GaugeMetricFamily("ktune_runner_jobs", "Jobs this server's runner is running.")
+            running = GaugeMetricFamily(
+                "ktune_runner_jobs", "Jobs this server's runner is running."
+            )
             running.add_metric([], len(runner.running))
             yield running
 

@@ -32,7 +32,9 @@ def _space(job: JobRecord, catalog: RecordingCatalog) -> SpaceRef | None:
         return None
     name, recording = found
     optimum = recording.optimum
-    return SpaceRef(name=name, configs=len(recording.space), optimum_ms=optimum.time_ms if optimum else None)
+    return SpaceRef(
+        name=name, configs=len(recording.space), optimum_ms=optimum.time_ms if optimum else None
+    )
 
 
 def job_out(job: JobRecord, catalog: RecordingCatalog) -> JobOut:

@@ -26,10 +26,22 @@ def kt_cache(
     for combo in itertools.product(*values.values()):
         config = dict(zip(names, combo))
         t = float(time_ms(config))
-        cache[",".join(map(str, combo))] = {**config, "time": t, "times": [t], "compile_time": 1.0, "benchmark_time": 1.0}
-    return {"device_name": device, "kernel_name": kernel, "problem_size": list(problem_size),
-            "tune_params_keys": names, "tune_params": {n: list(v) for n, v in values.items()},
-            "objective": "time", "cache": cache}
+        cache[",".join(map(str, combo))] = {
+            **config,
+            "time": t,
+            "times": [t],
+            "compile_time": 1.0,
+            "benchmark_time": 1.0,
+        }
+    return {
+        "device_name": device,
+        "kernel_name": kernel,
+        "problem_size": list(problem_size),
+        "tune_params_keys": names,
+        "tune_params": {n: list(v) for n, v in values.items()},
+        "objective": "time",
+        "cache": cache,
+    }
 
 
 def write_kt_cache(path: Path, data: dict[str, Any]) -> Path:

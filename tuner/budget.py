@@ -40,7 +40,9 @@ class Budget:
             if value <= 0:
                 raise BudgetError(f"{label} must be > 0, got {value}")
 
-    def stop_reason(self, *, n_trials: int, clock_s: float, best_ms: float | None, since_best: int) -> str | None:
+    def stop_reason(
+        self, *, n_trials: int, clock_s: float, best_ms: float | None, since_best: int
+    ) -> str | None:
         """The reason to stop now, or ``None`` to go on."""
         if self.target_ms is not None and best_ms is not None and best_ms <= self.target_ms:
             return "target"

@@ -38,8 +38,13 @@ def search_context(
     if with_prior:
         prior = tuple(
             samples_from_log(
-                tlog, space.parameters, exclude_jobs=[job.id], limit=limit,
-                target=(workload.key, job.device_name), target_spec=spec, seed=job.spec.seed or 0,
+                tlog,
+                space.parameters,
+                exclude_jobs=[job.id],
+                limit=limit,
+                target=(workload.key, job.device_name),
+                target_spec=spec,
+                seed=job.spec.seed or 0,
             )
         )
     return SearchContext(workload=workload, device=job.device_name, spec=spec, prior=prior)

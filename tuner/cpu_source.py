@@ -96,14 +96,29 @@ class CpuSource(MeasuredSource):
         if constraints:
             space = restrict(space, constraints)
         if len(space) == 0:
-            raise SourceError(f"no configuration of {workload.key} fits {spec.get('name')} under the constraints")
-        return cls(operator, workload, space, dict(spec), tuple(constraints), float(timeout_s), settings or TimingSettings())
+            raise SourceError(
+                f"no configuration of {workload.key} fits {spec.get('name')} under the constraints"
+            )
+        return cls(
+            operator,
+            workload,
+            space,
+            dict(spec),
+            tuple(constraints),
+            float(timeout_s),
+            settings or TimingSettings(),
+        )
 
     @classmethod
-    def from_options(cls, options: dict[str, Any], detect: Callable[[], dict[str, Any]] | None = None) -> CpuSource:
+    def from_options(
+        cls, options: dict[str, Any], detect: Callable[[], dict[str, Any]] | None = None
+    ) -> CpuSource:
         wl = Workload.from_key(options["workload"])
         source = cls.open(
-            options["operator"], wl.shape, wl.dtype, wl.layout,
+            options["operator"],
+            wl.shape,
+            wl.dtype,
+            wl.layout,
             constraints=options.get("constraints", ()),
             timeout_s=float(options.get("timeout_s", 30.0)),
             settings=TimingSettings(**options.get("timing", {})),
@@ -128,8 +143,14 @@ class CpuSource(MeasuredSource):
         return "measured on this machine's CPU"
 
     def backend(self) -> CpuBackend:
-        backend = CpuBackend(self.operator.name, self.workload, settings=self.settings, timeout_s=self.timeout_s)
-        if backend.device_name != self.device_name:  # the worker sees other cores (affinity changed)
+        backend = CpuBackend(
+            self.operator.name, self.workload, settings=self.settings, timeout_s=self.timeout_s
+        )
+        if (
+            backend.device_name != self.device_name
+        ):  # the worker sees other cores (affinity changed)
             backend.close()
-            raise BackendError(f"the job tunes for {self.device_name} but its worker runs on {backend.device_name}")
+            raise BackendError(
+                f"the job tunes for {self.device_name} but its worker runs on {backend.device_name}"
+            )
         return backend

@@ -28,7 +28,9 @@ class ExportPlan:
     left_out: int
 
 
-def export_parameters(stored: Sequence[Parameter], configs: Sequence[Mapping[str, Value]]) -> ExportPlan:
+def export_parameters(
+    stored: Sequence[Parameter], configs: Sequence[Mapping[str, Value]]
+) -> ExportPlan:
     """The parameter set for a cache file of ``configs`` (oldest first).
 
     The names are those of the newest config. With the stored parameters' names, the stored

@@ -19,7 +19,9 @@ class ImportResult:
     already: bool  # the same file (by digest) was imported before; nothing was written
 
 
-def import_recording(tlog: TuningLog, rec: RecordedSpace, source: str | None = None) -> ImportResult:
+def import_recording(
+    tlog: TuningLog, rec: RecordedSpace, source: str | None = None
+) -> ImportResult:
     """Write every record of ``rec`` as a trial of a new ``import`` job, in one transaction;
     ``source`` names where it came from in the job's options (default: the file's path).
 
@@ -31,11 +33,20 @@ def import_recording(tlog: TuningLog, rec: RecordedSpace, source: str | None = N
         return ImportResult(earlier, len(rec.records), n_ok, already=True)
     device = tlog.get_or_create_device(rec.device_name)
     wl = rec.workload()
-    workload = tlog.get_or_create_workload(wl.key, wl.operator, wl.shape, wl.dtype, wl.layout, space=rec.space.to_dict())
+    workload = tlog.get_or_create_workload(
+        wl.key, wl.operator, wl.shape, wl.dtype, wl.layout, space=rec.space.to_dict()
+    )
     job = tlog.create_job(
         JobSpec(
-            workload_id=workload.id, device_id=device.id, backend="import", strategy="import", seed=None,
-            batch_size=len(rec.records), budget_trials=len(rec.records), budget_seconds=None, target_ms=None,
+            workload_id=workload.id,
+            device_id=device.id,
+            backend="import",
+            strategy="import",
+            seed=None,
+            batch_size=len(rec.records),
+            budget_trials=len(rec.records),
+            budget_seconds=None,
+            target_ms=None,
             options={"source": source or str(rec.path), "digest": rec.digest},
         ),
         state="running",
@@ -43,8 +54,16 @@ def import_recording(tlog: TuningLog, rec: RecordedSpace, source: str | None = N
     versions = toolchain()
     rows = [
         TrialIn(
-            config=r.config, config_key=r.key, status=r.status, time_ms=r.time_ms, times_ms=tuple(r.times_ms),
-            compile_ms=r.compile_ms, bench_ms=r.bench_ms, strategy="import", seq=i, toolchain=versions,
+            config=r.config,
+            config_key=r.key,
+            status=r.status,
+            time_ms=r.time_ms,
+            times_ms=tuple(r.times_ms),
+            compile_ms=r.compile_ms,
+            bench_ms=r.bench_ms,
+            strategy="import",
+            seq=i,
+            toolchain=versions,
         )
         for i, r in enumerate(rec.records.values())
     ]

@@ -132,7 +132,9 @@ def _prepare(
         spec.batch_size,
     )
     if trials and not exact:
-        log.warning("job %d: strategy replay diverged; restored from %d trials instead", job_id, len(trials))
+        log.warning(
+            "job %d: strategy replay diverged; restored from %d trials instead", job_id, len(trials)
+        )
     backend = source.backend()
     versions = {**toolchain(), **_device_versions(source)}
     return source, strategy, state, backend, versions
@@ -190,7 +192,14 @@ def run_job(
             )
             for i, (m, clock) in enumerate(zip(batch.measurements, batch.clocks_s))
         ]
-        tlog.add_trials(job_id, spec.workload_id, spec.device_id, spec.backend, rows, clock_s=batch.state.clock_s)
+        tlog.add_trials(
+            job_id,
+            spec.workload_id,
+            spec.device_id,
+            spec.backend,
+            rows,
+            clock_s=batch.state.clock_s,
+        )
 
     tuner = Tuner(
         space,

@@ -63,7 +63,11 @@ class TunerState:
         self.n_trials += 1
         self.measured.add(index)
         time_ms = m.time_ms
-        if str(m.status) == "ok" and time_ms is not None and (self.best_ms is None or time_ms < self.best_ms):
+        if (
+            str(m.status) == "ok"
+            and time_ms is not None
+            and (self.best_ms is None or time_ms < self.best_ms)
+        ):
             self.best_ms = time_ms
             self.best_config = dict(m.config)
             self.since_best = 0
@@ -71,7 +75,15 @@ class TunerState:
             self.since_best += 1
 
     def snapshot(self) -> TunerState:
-        return TunerState(self.n_trials, self.clock_s, self.best_ms, self.best_config, self.since_best, self.tuner_s, set())
+        return TunerState(
+            self.n_trials,
+            self.clock_s,
+            self.best_ms,
+            self.best_config,
+            self.since_best,
+            self.tuner_s,
+            set(),
+        )
 
 
 @dataclass(frozen=True)
@@ -112,7 +124,10 @@ class Tuner:
         state = self.state
         while True:
             reason = self.budget.stop_reason(
-                n_trials=state.n_trials, clock_s=state.clock_s, best_ms=state.best_ms, since_best=state.since_best
+                n_trials=state.n_trials,
+                clock_s=state.clock_s,
+                best_ms=state.best_ms,
+                since_best=state.since_best,
             )
             if reason is None and self.should_stop is not None and self.should_stop():
                 reason = "stopped"
@@ -156,7 +171,10 @@ class Tuner:
             self.sink(batch)
         started = time.perf_counter()
         self.strategy.tell(
-            [Observation(i, m.status.value, m.time_ms, c) for i, m, c in zip(indices, results, costs)]
+            [
+                Observation(i, m.status.value, m.time_ms, c)
+                for i, m, c in zip(indices, results, costs)
+            ]
         )
         state.tuner_s += time.perf_counter() - started
         for callback in self.on_batch:

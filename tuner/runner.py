@@ -175,7 +175,9 @@ class Runner:
         log.info("runner %s runs job %d", self.name, job_id)
         try:
             outcome = run_job(self._fenced, job_id, should_stop=lambda: self._should_stop(job_id))
-            log.info("job %d ended: %s after %d trials", job_id, outcome.reason, outcome.state.n_trials)
+            log.info(
+                "job %d ended: %s after %d trials", job_id, outcome.reason, outcome.state.n_trials
+            )
         except RunnerShutdown:
             self._release(job_id)
         except LeaseLost as exc:

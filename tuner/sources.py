@@ -71,7 +71,9 @@ def resolve_recording(name_or_path: str) -> Path:
     bundled = bundled_recordings().get(name_or_path)
     if bundled is not None:
         return bundled
-    raise FormatError(f"{name_or_path}: no such file (nor a bundled recording: {', '.join(bundled_recordings())})")
+    raise FormatError(
+        f"{name_or_path}: no such file (nor a bundled recording: {', '.join(bundled_recordings())})"
+    )
 
 
 class Source(Protocol):
@@ -126,17 +128,23 @@ class ReplaySource:
     ) -> ReplaySource:
         """Load the recording (checking ``digest`` when given) and build the space to search."""
         if speed is not None and not MIN_REPLAY_SPEED <= speed <= MAX_REPLAY_SPEED:
-            raise SourceError(f"replay speed must be {MIN_REPLAY_SPEED:g}..{MAX_REPLAY_SPEED:g}, got {speed}")
+            raise SourceError(
+                f"replay speed must be {MIN_REPLAY_SPEED:g}..{MAX_REPLAY_SPEED:g}, got {speed}"
+            )
         recording = load_cache(resolve_recording(str(replay)))
         if digest is not None and recording.digest != digest:
-            raise SourceError(f"{recording.path}: the recording changed since the job started (digest differs)")
+            raise SourceError(
+                f"{recording.path}: the recording changed since the job started (digest differs)"
+            )
         space = recording.space
         spec_path = None
         if spec is not None:
             spec_path = Path(spec).expanduser().resolve()
             t1 = load_t1(spec_path)
             if [p.name for p in t1.space.parameters] != [p.name for p in recording.parameters]:
-                raise SourceError(f"{spec_path}: its parameters differ from those of {recording.path.name}")
+                raise SourceError(
+                    f"{spec_path}: its parameters differ from those of {recording.path.name}"
+                )
             space = t1.space
         if constraints:
             space = restrict(space, constraints)
@@ -258,7 +266,9 @@ class OperatorSource(MeasuredSource):
         if not timeout_s > 0:
             raise SourceError(f"timeout must be > 0 seconds, got {timeout_s}")
         if ray is not None and device != 0:
-            raise SourceError("a device index is for local GPUs; on Ray the cluster picks the GPU (see --gpu-type)")
+            raise SourceError(
+                "a device index is for local GPUs; on Ray the cluster picks the GPU (see --gpu-type)"
+            )
         t1_path = None
         if op == "custom":
             if t1 is None:
@@ -287,17 +297,34 @@ class OperatorSource(MeasuredSource):
         if constraints:
             space = restrict(space, constraints)
         if len(space) == 0:
-            raise SourceError(f"no configuration of {workload.key} fits {spec.get('name')} under the constraints")
-        return cls(operator, workload, space, device, dict(spec), tuple(constraints), float(timeout_s),
-                   settings or TimingSettings(), t1_path, ray)
+            raise SourceError(
+                f"no configuration of {workload.key} fits {spec.get('name')} under the constraints"
+            )
+        return cls(
+            operator,
+            workload,
+            space,
+            device,
+            dict(spec),
+            tuple(constraints),
+            float(timeout_s),
+            settings or TimingSettings(),
+            t1_path,
+            ray,
+        )
 
     @classmethod
-    def from_options(cls, options: dict[str, Any], detect: Callable[[], list[dict[str, Any]]] | None = None) -> OperatorSource:
+    def from_options(
+        cls, options: dict[str, Any], detect: Callable[[], list[dict[str, Any]]] | None = None
+    ) -> OperatorSource:
         from ktune.tuner.measure.worker import TimingSettings
 
         wl = Workload.from_key(options["workload"])
         source = cls.open(
-            options["operator"], wl.shape, wl.dtype, wl.layout,
+            options["operator"],
+            wl.shape,
+            wl.dtype,
+            wl.layout,
             t1=options.get("t1"),
             device=int(options.get("device", 0)),
             constraints=options.get("constraints", ()),
@@ -332,15 +359,25 @@ class OperatorSource(MeasuredSource):
 
     @property
     def description(self) -> str:
-        return f"measured on {self.ray.describe()}" if self.ray else f"measured on CUDA device {self.device}"
+        return (
+            f"measured on {self.ray.describe()}"
+            if self.ray
+            else f"measured on CUDA device {self.device}"
+        )
 
     def backend(self) -> Backend:
         from ktune.tuner.measure.cupy_backend import CupyBackend
         from ktune.tuner.measure.worker import TimingSettings
 
         op: str | Operator = self.operator if self.t1 else self.operator.name
-        backend = CupyBackend(op, self.workload, devices=[self.device], settings=self.settings or TimingSettings(),
-                              timeout_s=self.timeout_s, ray=self.ray)
+        backend = CupyBackend(
+            op,
+            self.workload,
+            devices=[self.device],
+            settings=self.settings or TimingSettings(),
+            timeout_s=self.timeout_s,
+            ray=self.ray,
+        )
         if backend.device_name != self.device_name:  # Ray gave another kind of GPU than it probed
             backend.close()
             raise BackendError(
@@ -356,11 +393,17 @@ def check_unchanged(source: Source, options: dict[str, Any], where: str) -> None
     source found (for the message)."""
     key = Workload.from_key(options["workload"]).key
     if source.workload.key != key:
-        raise SourceError(f"the job's workload {key} is now {source.workload.key}: its kernel spec changed")
+        raise SourceError(
+            f"the job's workload {key} is now {source.workload.key}: its kernel spec changed"
+        )
     if options.get("device_name") and source.device_name != options["device_name"]:
-        raise SourceError(f"the job ran on {options['device_name']}, {where} is {source.device_name}")
+        raise SourceError(
+            f"the job ran on {options['device_name']}, {where} is {source.device_name}"
+        )
     if options.get("space") and source.space.fingerprint() != options["space"]:
-        raise SourceError("the job's search space changed since it started (different device limits or ktune)")
+        raise SourceError(
+            "the job's search space changed since it started (different device limits or ktune)"
+        )
 
 
 def _open_cpu(options: dict[str, Any]) -> Source:
@@ -400,7 +443,9 @@ def open_source(backend: str, options: dict[str, Any]) -> Source:
     """Rebuild the source of a job from its stored backend name and options."""
     opener = _OPENERS.get(backend)
     if opener is None:
-        raise SourceError(f"backend {backend!r} is not one this ktune can run ({', '.join(_OPENERS)})")
+        raise SourceError(
+            f"backend {backend!r} is not one this ktune can run ({', '.join(_OPENERS)})"
+        )
     return opener(options)
 
 
@@ -416,4 +461,6 @@ def restrict(space: SearchSpace, expressions: Sequence[str]) -> SearchSpace:
     keep = np.ones(len(space), dtype=bool)
     for c in parsed:
         keep &= c.evaluate(columns)
-    return SearchSpace.from_configs(space.parameters, space.configs(np.flatnonzero(keep)), name=space.name)
+    return SearchSpace.from_configs(
+        space.parameters, space.configs(np.flatnonzero(keep)), name=space.name
+    )

@@ -85,7 +85,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("KTUNE_DEBUG"):
             raise
         err.print(f"error: {exc}", markup=False)
-        if isinstance(exc, DatabaseInputError) or not isinstance(exc, (DatabaseError, BackendError)):
+        if isinstance(exc, DatabaseInputError) or not isinstance(
+            exc, (DatabaseError, BackendError)
+        ):
             return 2
         return EXIT_LOG_UNAVAILABLE if isinstance(exc, DatabaseError) else 1
     except KeyboardInterrupt:

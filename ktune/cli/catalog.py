@@ -30,15 +30,27 @@ def operators() -> None:
     """Operators ktune tunes for real: on a GPU (ktune tune --op NAME, or a Ray cluster) or on this CPU."""
     table = Table("operator", "runs on", "shape (--shape)", "dtypes", "layouts", "what it computes")
     for info in all_operators():
-        cells = (info.name, info.device, info.shape, ", ".join(info.dtypes),
-                 ", ".join(x for x in info.layouts if x) or "-", info.summary)
+        cells = (
+            info.name,
+            info.device,
+            info.shape,
+            ", ".join(info.dtypes),
+            ", ".join(x for x in info.layouts if x) or "-",
+            info.summary,
+        )
         table.add_row(*(escape(c) for c in cells))  # shapes hold [optional] parts, not markup
     out.print(table)
 
 
 def spaces(db: DbOption = None) -> None:
     """Bundled recorded spaces, and the workloads in the tuning log."""
-    table = Table("recording (use with --replay)", "kernel", "device", "configs", title="bundled recorded spaces")
+    table = Table(
+        "recording (use with --replay)",
+        "kernel",
+        "device",
+        "configs",
+        title="bundled recorded spaces",
+    )
     for name, path in bundled_recordings().items():
         rec = load_cache(path)
         table.add_row(name, rec.kernel_name, rec.device_name, str(len(rec.space)))

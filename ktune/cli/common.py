@@ -49,10 +49,14 @@ class CliError(Exception):
 def _persistent_log(value: str | None) -> str | None:
     """Refuse a ``--db`` (else ``$KTUNE_DATABASE_URL``) that cannot keep a tuning log."""
     if value is not None and not value.strip():
-        raise CliError("--db is empty: give a database URL (e.g. sqlite:///path/to/ktune.db) or leave --db out")
+        raise CliError(
+            "--db is empty: give a database URL (e.g. sqlite:///path/to/ktune.db) or leave --db out"
+        )
     given, url = ("--db", value) if value is not None else (ENV_VAR, os.environ.get(ENV_VAR))
     if url and in_memory(url):
-        raise CliError(f"{given} {url} is an in-memory database, lost at exit: give a file, e.g. sqlite:///path/to/ktune.db")
+        raise CliError(
+            f"{given} {url} is an in-memory database, lost at exit: give a file, e.g. sqlite:///path/to/ktune.db"
+        )
     return value
 
 
@@ -66,7 +70,9 @@ DbOption = Annotated[
 ]
 
 
-def check_range(option: str, value: float | None, low: float, high: float, *, low_open: bool = False) -> None:
+def check_range(
+    option: str, value: float | None, low: float, high: float, *, low_open: bool = False
+) -> None:
     """Raise :class:`CliError` naming ``option`` and the range unless ``value`` is in it
     (``low < value`` when ``low_open``); ``None`` (not given) passes, NaN does not."""
     if value is None or ((value > low if low_open else value >= low) and value <= high):
@@ -88,7 +94,9 @@ def check_output(option: str, path: Path) -> Path:
     try:
         parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise CliError(f"{option} {path}: cannot create directory {parent}: {exc.strerror or exc}") from None
+        raise CliError(
+            f"{option} {path}: cannot create directory {parent}: {exc.strerror or exc}"
+        ) from None
     if not os.access(parent, os.W_OK | os.X_OK):
         raise CliError(f"{option} {path}: directory {parent} is not writable")
     return path

@@ -26,14 +26,26 @@ class ExportFormat(str, Enum):
 
 
 def import_(
-    file: Annotated[str, typer.Argument(help="Kernel Tuner cache file (.json or .json.gz), bundled name, or T4 results file.")],
+    file: Annotated[
+        str,
+        typer.Argument(
+            help="Kernel Tuner cache file (.json or .json.gz), bundled name, or T4 results file."
+        ),
+    ],
     spec: Annotated[
-        Path | None, typer.Option("--spec", help="T1 spec of the space of a T4 results file (which does not name it).")
+        Path | None,
+        typer.Option(
+            "--spec", help="T1 spec of the space of a T4 results file (which does not name it)."
+        ),
     ] = None,
     device: Annotated[
         str | None,
-        typer.Option("--device", "-d", help="GPU the measurements were taken on, as the vendor names it: needed for a T4 "
-                     "results file; for a cache, it replaces the name the cache gives (e.g. none)."),
+        typer.Option(
+            "--device",
+            "-d",
+            help="GPU the measurements were taken on, as the vendor names it: needed for a T4 "
+            "results file; for a cache, it replaces the name the cache gives (e.g. none).",
+        ),
     ] = None,
     db: DbOption = None,
 ) -> None:
@@ -59,7 +71,11 @@ def _recording(path: Path, spec: Path | None, device: str | None) -> RecordedSpa
     if spec is not None:
         not_t4 = f"--spec is for T4 results files; {path.name} is not one (a Kernel Tuner cache names its own space)"
         if device is None:
-            raise CliError(not_t4 if not is_t4_file(path) else "a T4 results file needs both --spec T1.json and --device NAME")
+            raise CliError(
+                not_t4
+                if not is_t4_file(path)
+                else "a T4 results file needs both --spec T1.json and --device NAME"
+            )
         try:
             return load_t4(path, load_t1(spec), device)
         except NotT4Error:
@@ -78,9 +94,17 @@ def _recording(path: Path, spec: Path | None, device: str | None) -> RecordedSpa
 def export(
     workload: Annotated[str, typer.Option("--workload", "-w", help="Workload key.")],
     device: Annotated[str, typer.Option("--device", "-d", help="Device name.")],
-    out_file: Annotated[Path, typer.Option("--out", "-o", help="File to write (.json or .json.gz; mode 0644; missing directories are created).")],
+    out_file: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            "-o",
+            help="File to write (.json or .json.gz; mode 0644; missing directories are created).",
+        ),
+    ],
     fmt: Annotated[
-        ExportFormat, typer.Option("--format", "-f", help="kernel_tuner (a cache file) | t4 (T4 results).")
+        ExportFormat,
+        typer.Option("--format", "-f", help="kernel_tuner (a cache file) | t4 (T4 results)."),
     ] = ExportFormat.kernel_tuner,
     db: DbOption = None,
 ) -> None:
@@ -106,8 +130,12 @@ def export(
             write_t4(out_file, parameters=parameters, records=list(latest.values()))
         else:
             write_cache(
-                out_file, device_name=dev.name, kernel_name=wl.operator, problem_size=list(wl.shape),
-                parameters=parameters, records=list(latest.values()),
+                out_file,
+                device_name=dev.name,
+                kernel_name=wl.operator,
+                problem_size=list(wl.shape),
+                parameters=parameters,
+                records=list(latest.values()),
             )
     except OSError as exc:
         raise CliError(f"cannot write --out {out_file}: {exc.strerror or exc}") from None

@@ -28,7 +28,116 @@ _INT32 = 2**31 - 1
 _OWN_MACROS = {"TIER", "RANK", "N_TUNED"}
 #: words a struct field cannot be in C (C23) or C++ (C++23, alternative tokens included), and
 #: lowercase macros that compilers or the C library predefine: such a field gets a trailing ``_``
-_NOT_FIELDS = frozenset(["alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch", "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "const_cast", "consteval", "constexpr", "constinit", "continue", "co_await", "co_return", "co_yield", "decltype", "default", "delete", "do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float", "for", "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq", "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register", "reinterpret_cast", "requires", "restrict", "return", "short", "signed", "sizeof", "static", "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local", "throw", "true", "try", "typedef", "typeid", "typename", "typeof", "typeof_unqual", "union", "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq", "unix", "linux", "i386", "sun", "sparc", "mips", "vax", "errno", "stdin", "stdout", "stderr"])
+_NOT_FIELDS = frozenset(
+    [
+        "alignas",
+        "alignof",
+        "and",
+        "and_eq",
+        "asm",
+        "auto",
+        "bitand",
+        "bitor",
+        "bool",
+        "break",
+        "case",
+        "catch",
+        "char",
+        "char8_t",
+        "char16_t",
+        "char32_t",
+        "class",
+        "compl",
+        "concept",
+        "const",
+        "const_cast",
+        "consteval",
+        "constexpr",
+        "constinit",
+        "continue",
+        "co_await",
+        "co_return",
+        "co_yield",
+        "decltype",
+        "default",
+        "delete",
+        "do",
+        "double",
+        "dynamic_cast",
+        "else",
+        "enum",
+        "explicit",
+        "export",
+        "extern",
+        "false",
+        "float",
+        "for",
+        "friend",
+        "goto",
+        "if",
+        "inline",
+        "int",
+        "long",
+        "mutable",
+        "namespace",
+        "new",
+        "noexcept",
+        "not",
+        "not_eq",
+        "nullptr",
+        "operator",
+        "or",
+        "or_eq",
+        "private",
+        "protected",
+        "public",
+        "register",
+        "reinterpret_cast",
+        "requires",
+        "restrict",
+        "return",
+        "short",
+        "signed",
+        "sizeof",
+        "static",
+        "static_assert",
+        "static_cast",
+        "struct",
+        "switch",
+        "template",
+        "this",
+        "thread_local",
+        "throw",
+        "true",
+        "try",
+        "typedef",
+        "typeid",
+        "typename",
+        "typeof",
+        "typeof_unqual",
+        "union",
+        "unsigned",
+        "using",
+        "virtual",
+        "void",
+        "volatile",
+        "wchar_t",
+        "while",
+        "xor",
+        "xor_eq",
+        "unix",
+        "linux",
+        "i386",
+        "sun",
+        "sparc",
+        "mips",
+        "vax",
+        "errno",
+        "stdin",
+        "stdout",
+        "stderr",
+    ]
+)
 
 
 class RenderError(ValueError):
@@ -104,7 +213,9 @@ def render_header(
     tuned = sorted(tuned, key=lambda t: t.workload_key)  # the lookup's tie-break order
     ranks = {len(t.shape) for t in tuned}
     if len(ranks) > 1:
-        raise RenderError(f"{operator} has tuned shapes of ranks {sorted(ranks)}: give --shape to pick one")
+        raise RenderError(
+            f"{operator} has tuned shapes of ranks {sorted(ranks)}: give --shape to pick one"
+        )
     rank = ranks.pop()
     fields = _fields(tuned)
     base = "_".join(_ident(p) for p in (operator, dtype, layout) if p)
@@ -134,13 +245,18 @@ def render_header(
             f"(tuned for {_comment(answer.workload)} on {_comment(answer.device)}, distance {answer.distance:.3g}) */"
         )
         lines += [asked, f'#define {macro}_TIER "{answer.tier}"']
-        lines += [f"#define {macro}_{_macro_name(name)} {_c_value(answer.config[name])}" for name in answer.config]
+        lines += [
+            f"#define {macro}_{_macro_name(name)} {_c_value(answer.config[name])}"
+            for name in answer.config
+        ]
         lines.append("")
     lines.append(f"/* Tuned shapes, with the time measured on {_comment(device)}. */")
     for t in tuned:
         tag = "X".join(str(d) for d in t.shape)
         lines.append(f"/* {_comment(t.workload_key)}: {t.time_ms:.6g} ms */")
-        lines += [f"#define {macro}_{tag}_{_ident(name)} {_c_value(t.config[name])}" for name in fields]
+        lines += [
+            f"#define {macro}_{tag}_{_ident(name)} {_c_value(t.config[name])}" for name in fields
+        ]
     lines += [
         "",
         f"typedef struct {struct} {{",
@@ -202,7 +318,9 @@ def _fields(tuned: Sequence[BestRecord]) -> dict[str, str]:
     for name in names:
         ident = _field_name(name)
         if ident in seen:
-            raise RenderError(f"parameters {seen[ident]!r} and {name!r} both become C field {ident}")
+            raise RenderError(
+                f"parameters {seen[ident]!r} and {name!r} both become C field {ident}"
+            )
         seen[ident] = name
         fields[name] = _c_type(name, [t.config[name] for t in tuned])
     return fields

@@ -13,7 +13,15 @@ from typing import Any
 from ktune.db import JobRecord, TrialRecord
 from ktune.search_space.formats.writing import replace_atomically
 
-__all__ = ["format_config", "format_ms", "job_document", "trial_row", "trials_csv", "write_json_atomic", "write_text_atomic"]
+__all__ = [
+    "format_config",
+    "format_ms",
+    "job_document",
+    "trial_row",
+    "trials_csv",
+    "write_json_atomic",
+    "write_text_atomic",
+]
 
 
 def trial_row(t: TrialRecord) -> dict[str, Any]:
@@ -29,7 +37,9 @@ def trial_row(t: TrialRecord) -> dict[str, Any]:
     }
 
 
-def job_document(job: JobRecord, trials: Sequence[TrialRecord], optimum_ms: float | None = None) -> dict[str, Any]:
+def job_document(
+    job: JobRecord, trials: Sequence[TrialRecord], optimum_ms: float | None = None
+) -> dict[str, Any]:
     """The ``--out`` file: the job, its trials in measurement order, and its best trial."""
     rows = [trial_row(t) for t in trials]
     ok = [r for r in rows if r["status"] == "ok" and r["time_ms"] is not None]
@@ -91,7 +101,14 @@ def trials_csv(trials: Sequence[TrialRecord]) -> str:
     writer.writerow(["index", "status", "time_ms", "compile_ms", "bench_ms", "clock_s", *names])
     for t in trials:
         writer.writerow(
-            [t.seq, t.status, "" if t.time_ms is None else t.time_ms, t.compile_ms, t.bench_ms, t.clock_s]
+            [
+                t.seq,
+                t.status,
+                "" if t.time_ms is None else t.time_ms,
+                t.compile_ms,
+                t.bench_ms,
+                t.clock_s,
+            ]
             + [t.config.get(n, "") for n in names]
         )
     return buf.getvalue()

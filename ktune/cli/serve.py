@@ -26,10 +26,22 @@ class LogLevel(str, Enum):
 
 
 def serve(
-    host: Annotated[str, typer.Option("--host", help="Address to listen on (0.0.0.0: every interface).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", "-p", help="Port to listen on (0: any free port).")] = 8000,
-    concurrency: Annotated[int | None, typer.Option("--concurrency", help=f"Jobs run at once in this process, 0..{MAX_CONCURRENCY} (0: leave them to `ktune worker`); default $KTUNE_RUNNER_CONCURRENCY or 1.")] = None,
-    log_level: Annotated[LogLevel, typer.Option("--log-level", help="uvicorn log level.")] = LogLevel.info,
+    host: Annotated[
+        str, typer.Option("--host", help="Address to listen on (0.0.0.0: every interface).")
+    ] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", "-p", help="Port to listen on (0: any free port).")
+    ] = 8000,
+    concurrency: Annotated[
+        int | None,
+        typer.Option(
+            "--concurrency",
+            help=f"Jobs run at once in this process, 0..{MAX_CONCURRENCY} (0: leave them to `ktune worker`); default $KTUNE_RUNNER_CONCURRENCY or 1.",
+        ),
+    ] = None,
+    log_level: Annotated[
+        LogLevel, typer.Option("--log-level", help="uvicorn log level.")
+    ] = LogLevel.info,
     db: DbOption = None,
 ) -> None:
     """Serve the REST API (/v1) and the dashboard (/), and run queued jobs; prints the address."""
@@ -46,10 +58,17 @@ def serve(
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{bound}/"
     tlog = app.state.tlog
-    out.print(f"ktune serving on {url}  (dashboard {url}, API {url}v1, docs {url}docs)", markup=False)
-    out.print(f"tuning log {tlog.url}; runner: {settings.runner_concurrency or 'off'}", markup=False)
+    out.print(
+        f"ktune serving on {url}  (dashboard {url}, API {url}v1, docs {url}docs)", markup=False
+    )
+    out.print(
+        f"tuning log {tlog.url}; runner: {settings.runner_concurrency or 'off'}", markup=False
+    )
     if not settings.api_tokens and not tlog.list_tokens():
-        err.print("note: no API tokens yet, so writes are refused; create one with `ktune token create NAME`", markup=False)
+        err.print(
+            "note: no API tokens yet, so writes are refused; create one with `ktune token create NAME`",
+            markup=False,
+        )
     out.file.flush()
     config = uvicorn.Config(app, log_level=log_level.value, access_log=log_level is LogLevel.debug)
     uvicorn.Server(config).run(sockets=[sock])

@@ -16,14 +16,21 @@ app = typer.Typer(help="API tokens of the REST service (stored hashed).", no_arg
 
 @app.command("create")
 def create(
-    name: Annotated[str, typer.Argument(help="What the token is for, e.g. 'ci' or a team name (1 to 64 printable characters).")],
+    name: Annotated[
+        str,
+        typer.Argument(
+            help="What the token is for, e.g. 'ci' or a team name (1 to 64 printable characters)."
+        ),
+    ],
     db: DbOption = None,
 ) -> None:
     """Create a token and print it once: only its hash is stored."""
     with open_log(db) as tlog:
         record, token = tlog.create_token(name)
     print(token)
-    err.print(f"token {record.token_id} ({record.name!r}) created; it is shown only now", markup=False)
+    err.print(
+        f"token {record.token_id} ({record.name!r}) created; it is shown only now", markup=False
+    )
 
 
 @app.command("list")
@@ -34,7 +41,9 @@ def list_(db: DbOption = None) -> None:
     table = Table("id", "name", "created", "revoked")
     for t in rows:
         table.add_row(
-            t.token_id, t.name, t.created_at.strftime("%Y-%m-%d %H:%M"),
+            t.token_id,
+            t.name,
+            t.created_at.strftime("%Y-%m-%d %H:%M"),
             t.revoked_at.strftime("%Y-%m-%d %H:%M") if t.revoked_at else "-",
         )
     out.print(table if rows else "no API tokens in the tuning log")
@@ -43,7 +52,10 @@ def list_(db: DbOption = None) -> None:
 @app.command("revoke")
 def revoke(
     token: Annotated[str, typer.Argument(help="Token id (from `ktune token list`) or name.")],
-    every: Annotated[bool, typer.Option("--all", help="Revoke every live token with this name (names may be shared).")] = False,
+    every: Annotated[
+        bool,
+        typer.Option("--all", help="Revoke every live token with this name (names may be shared)."),
+    ] = False,
     db: DbOption = None,
 ) -> None:
     """Revoke a token by id or name; requests with it are refused from now on."""

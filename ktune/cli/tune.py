@@ -62,29 +62,137 @@ _RESUME_OPTIONS = frozenset({"resume", "out_file", "quiet", "db"})
 
 def tune(
     ctx: typer.Context,
-    replay: Annotated[str | None, typer.Option("--replay", help="Kernel Tuner cache file (or bundled name) to replay.")] = None,
-    op: Annotated[str | None, typer.Option("--op", help="Operator to tune on the local GPU: matmul, conv2d, reduction, softmax, transpose, or custom (with --spec); or on this CPU: cpu_matmul, cpu_conv2d.")] = None,
-    resume: Annotated[int | None, typer.Option("--resume", help="Resume job JOB where it stopped, with its own budget, strategy and seed.")] = None,
-    demo: Annotated[bool, typer.Option("--demo", help="Tune fp16 matmul on the local GPU if there is one, else replay the bundled convolution_A4000 recording.")] = False,
-    shape: Annotated[str | None, typer.Option("--shape", help="Problem shape for --op, e.g. 4096x4096x4096 (matmul MxNxK).")] = None,
-    dtype: Annotated[str, typer.Option("--dtype", help="Data type for --op: float32 or float16 (GPU), float32 or float64 (CPU).")] = "float32",
-    layout: Annotated[str, typer.Option("--layout", help="Layout for --op: NCHW/NHWC (conv2d; NCHW for cpu_conv2d; _pad1x1 adds padding), sum/max (reduction).")] = "",
+    replay: Annotated[
+        str | None,
+        typer.Option("--replay", help="Kernel Tuner cache file (or bundled name) to replay."),
+    ] = None,
+    op: Annotated[
+        str | None,
+        typer.Option(
+            "--op",
+            help="Operator to tune on the local GPU: matmul, conv2d, reduction, softmax, transpose, or custom (with --spec); or on this CPU: cpu_matmul, cpu_conv2d.",
+        ),
+    ] = None,
+    resume: Annotated[
+        int | None,
+        typer.Option(
+            "--resume",
+            help="Resume job JOB where it stopped, with its own budget, strategy and seed.",
+        ),
+    ] = None,
+    demo: Annotated[
+        bool,
+        typer.Option(
+            "--demo",
+            help="Tune fp16 matmul on the local GPU if there is one, else replay the bundled convolution_A4000 recording.",
+        ),
+    ] = False,
+    shape: Annotated[
+        str | None,
+        typer.Option("--shape", help="Problem shape for --op, e.g. 4096x4096x4096 (matmul MxNxK)."),
+    ] = None,
+    dtype: Annotated[
+        str,
+        typer.Option(
+            "--dtype",
+            help="Data type for --op: float32 or float16 (GPU), float32 or float64 (CPU).",
+        ),
+    ] = "float32",
+    layout: Annotated[
+        str,
+        typer.Option(
+            "--layout",
+            help="Layout for --op: NCHW/NHWC (conv2d; NCHW for cpu_conv2d; _pad1x1 adds padding), sum/max (reduction).",
+        ),
+    ] = "",
     device: Annotated[int, typer.Option("--device", help="CUDA device index for --op.")] = 0,
-    ray: Annotated[str | None, typer.Option("--ray", help="Measure --op on GPUs of a Ray cluster: auto (the cluster of this node), ray://HOST:PORT, or local.")] = None,
-    ray_workers: Annotated[int | None, typer.Option("--ray-workers", help="With --ray: GPUs measuring in parallel (use with --batch).")] = None,
-    gpu_type: Annotated[str | None, typer.Option("--gpu-type", help="With --ray: the Ray accelerator type to run on, e.g. H100 or A100.")] = None,
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds one measurement may take on the GPU before its worker is killed.")] = 30.0,
-    strategy: Annotated[str, typer.Option("--strategy", "-s", help="Search strategy (see `ktune strategies`).")] = strategies.DEFAULT,
-    budget: Annotated[int | None, typer.Option("--budget", "-n", help=f"Maximum number of measurements (1..{MAX_TRIALS}).")] = None,
-    time_budget: Annotated[float | None, typer.Option("--time-budget", help="Maximum tuning time in seconds (replayed GPU time for recordings).")] = None,
-    target: Annotated[float | None, typer.Option("--target", help="Stop once a config runs in this many ms.")] = None,
-    patience: Annotated[int | None, typer.Option("--patience", help=f"Stop after this many measurements without improvement (1..{MAX_TRIALS}).")] = None,
-    seed: Annotated[int | None, typer.Option("--seed", help="Random seed, 0..2**31-1: the same seed gives the same sequence.")] = None,
-    batch: Annotated[int, typer.Option("--batch", "-b", help=f"Configurations measured per batch (1..{MAX_BATCH}).")] = 1,
-    spec: Annotated[Path | None, typer.Option("--spec", help="T1 spec whose constraints define the space to search.")] = None,
-    constraint: Annotated[list[str] | None, typer.Option("--constraint", "-c", help="Extra constraint, e.g. 'block_size_x*block_size_y <= 512' (repeatable).")] = None,
-    replay_speed: Annotated[float | None, typer.Option("--replay-speed", help="Spend the recorded GPU time in real time, this many times faster (to watch a job live).")] = None,
-    out_file: Annotated[Path | None, typer.Option("--out", "-o", help="Write the job and its trials as JSON (mode 0644; missing directories are created).")] = None,
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            help="Measure --op on GPUs of a Ray cluster: auto (the cluster of this node), ray://HOST:PORT, or local.",
+        ),
+    ] = None,
+    ray_workers: Annotated[
+        int | None,
+        typer.Option(
+            "--ray-workers", help="With --ray: GPUs measuring in parallel (use with --batch)."
+        ),
+    ] = None,
+    gpu_type: Annotated[
+        str | None,
+        typer.Option(
+            "--gpu-type", help="With --ray: the Ray accelerator type to run on, e.g. H100 or A100."
+        ),
+    ] = None,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            help="Seconds one measurement may take on the GPU before its worker is killed.",
+        ),
+    ] = 30.0,
+    strategy: Annotated[
+        str, typer.Option("--strategy", "-s", help="Search strategy (see `ktune strategies`).")
+    ] = strategies.DEFAULT,
+    budget: Annotated[
+        int | None,
+        typer.Option("--budget", "-n", help=f"Maximum number of measurements (1..{MAX_TRIALS})."),
+    ] = None,
+    time_budget: Annotated[
+        float | None,
+        typer.Option(
+            "--time-budget",
+            help="Maximum tuning time in seconds (replayed GPU time for recordings).",
+        ),
+    ] = None,
+    target: Annotated[
+        float | None, typer.Option("--target", help="Stop once a config runs in this many ms.")
+    ] = None,
+    patience: Annotated[
+        int | None,
+        typer.Option(
+            "--patience",
+            help=f"Stop after this many measurements without improvement (1..{MAX_TRIALS}).",
+        ),
+    ] = None,
+    seed: Annotated[
+        int | None,
+        typer.Option(
+            "--seed", help="Random seed, 0..2**31-1: the same seed gives the same sequence."
+        ),
+    ] = None,
+    batch: Annotated[
+        int,
+        typer.Option("--batch", "-b", help=f"Configurations measured per batch (1..{MAX_BATCH})."),
+    ] = 1,
+    spec: Annotated[
+        Path | None,
+        typer.Option("--spec", help="T1 spec whose constraints define the space to search."),
+    ] = None,
+    constraint: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--constraint",
+            "-c",
+            help="Extra constraint, e.g. 'block_size_x*block_size_y <= 512' (repeatable).",
+        ),
+    ] = None,
+    replay_speed: Annotated[
+        float | None,
+        typer.Option(
+            "--replay-speed",
+            help="Spend the recorded GPU time in real time, this many times faster (to watch a job live).",
+        ),
+    ] = None,
+    out_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Write the job and its trials as JSON (mode 0644; missing directories are created).",
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     db: DbOption = None,
 ) -> None:
@@ -105,7 +213,11 @@ def tune(
     if out_file is not None:
         out_file = check_output("--out", out_file)
     if resume is not None:
-        ignored = [p.opts[0] for p in ctx.command.params if p.name not in _RESUME_OPTIONS and _given(ctx, p.name)]
+        ignored = [
+            p.opts[0]
+            for p in ctx.command.params
+            if p.name not in _RESUME_OPTIONS and _given(ctx, p.name)
+        ]
         if ignored:
             raise CliError(
                 f"{', '.join(ignored)} cannot go with --resume: job {resume} keeps the budget, strategy, "
@@ -121,7 +233,9 @@ def tune(
                 _write_out(tlog, resume, out_file, None)
                 return
             if (running := live_holder(job)) is not None:  # before reading a large recording
-                raise CliError(f"job {resume} is running ({running}); stop it first or let it finish")
+                raise CliError(
+                    f"job {resume} is running ({running}); stop it first or let it finish"
+                )
             if job.cancel_requested:  # resuming on purpose overrides an earlier cancel
                 tlog.withdraw_cancel(resume)
             try:
@@ -138,21 +252,36 @@ def tune(
         source = _demo_source(timeout, quiet)
     elif op is not None and op in cpu_operators.names():
         if ray is not None or spec is not None or _given(ctx, "device"):
-            raise CliError(f"{op} runs on this machine's CPU: --ray, --spec and --device are for GPU kernels")
-        source = CpuSource.open(op, shape, dtype, layout, constraints=constraint or (), timeout_s=timeout)
+            raise CliError(
+                f"{op} runs on this machine's CPU: --ray, --spec and --device are for GPU kernels"
+            )
+        source = CpuSource.open(
+            op, shape, dtype, layout, constraints=constraint or (), timeout_s=timeout
+        )
     elif op is not None:
         if spec is not None and op != "custom":
             raise CliError("--spec goes with --replay or --op custom")
         placement = _placement(ray, ray_workers, gpu_type)
         if placement is not None and not quiet:
-            err.print(f"asking {placement.describe()} for its spec (waiting up to {START_TIMEOUT_S:g} s for a node to offer one)",
-                      markup=False)
+            err.print(
+                f"asking {placement.describe()} for its spec (waiting up to {START_TIMEOUT_S:g} s for a node to offer one)",
+                markup=False,
+            )
         source = OperatorSource.open(
-            op, shape, dtype, layout, t1=spec if op == "custom" else None, device=device,
-            constraints=constraint or (), timeout_s=timeout, ray=placement,
+            op,
+            shape,
+            dtype,
+            layout,
+            t1=spec if op == "custom" else None,
+            device=device,
+            constraints=constraint or (),
+            timeout_s=timeout,
+            ray=placement,
         )
     else:
-        source = ReplaySource.open(replay, spec=spec, constraints=constraint or (), speed=replay_speed)  # type: ignore[arg-type]
+        source = ReplaySource.open(
+            replay, spec=spec, constraints=constraint or (), speed=replay_speed
+        )  # type: ignore[arg-type]
     request = JobRequest(source, strategy, limits, seed=seed, batch_size=batch)
     tlog = open_log(db)
     with tlog:
@@ -160,7 +289,9 @@ def tune(
         _run(tlog, job.id, source, budget, out_file, quiet)
 
 
-def _placement(address: str | None, workers: int | None, gpu_type: str | None) -> RayPlacement | None:
+def _placement(
+    address: str | None, workers: int | None, gpu_type: str | None
+) -> RayPlacement | None:
     """The Ray placement of ``--ray``, ``--ray-workers`` and ``--gpu-type`` (None without --ray)."""
     if address is None:
         return None
@@ -184,14 +315,25 @@ def _demo_source(timeout: float, quiet: bool) -> Source:
         specs = detect_devices()
     except BackendError as exc:
         if not quiet:
-            err.print(f"{exc}; replaying the bundled convolution_A4000 recording instead", markup=False)
+            err.print(
+                f"{exc}; replaying the bundled convolution_A4000 recording instead", markup=False
+            )
         return ReplaySource.open("convolution_A4000")
     cc = str(specs[0].get("compute_capability", "0.0"))
     dtype = "float16" if float(cc) >= 8.0 else "float32"
-    return OperatorSource.open("matmul", "2048x2048x2048", dtype, timeout_s=timeout, detect=lambda: specs)
+    return OperatorSource.open(
+        "matmul", "2048x2048x2048", dtype, timeout_s=timeout, detect=lambda: specs
+    )
 
 
-def _run(tlog: TuningLog, job_id: int, source: Source, total: int | None, out_file: Path | None, quiet: bool) -> None:
+def _run(
+    tlog: TuningLog,
+    job_id: int,
+    source: Source,
+    total: int | None,
+    out_file: Path | None,
+    quiet: bool,
+) -> None:
     job = tlog.get_job(job_id)
     assert job is not None
     optimum_ms = source.optimum_ms
@@ -211,16 +353,28 @@ def _run(tlog: TuningLog, job_id: int, source: Source, total: int | None, out_fi
         disable=quiet,
         transient=False,
     )
-    task = progress.add_task("tune", total=total, completed=job.n_trials, best=format_ms(job.best_time_ms), clock=format_duration(job.clock_s))
+    task = progress.add_task(
+        "tune",
+        total=total,
+        completed=job.n_trials,
+        best=format_ms(job.best_time_ms),
+        clock=format_duration(job.clock_s),
+    )
 
     def show(batch: Batch) -> None:
         s = batch.state
-        progress.update(task, completed=s.n_trials, best=format_ms(s.best_ms), clock=format_duration(s.clock_s))
+        progress.update(
+            task, completed=s.n_trials, best=format_ms(s.best_ms), clock=format_duration(s.clock_s)
+        )
 
     try:
         with progress:
             outcome = run_job(
-                tlog, job_id, source=source, on_batch=[show], holder=process_holder(),
+                tlog,
+                job_id,
+                source=source,
+                on_batch=[show],
+                holder=process_holder(),
                 should_stop=lambda: _cancel_requested(tlog, job_id),
             )
     except KeyboardInterrupt:
@@ -230,7 +384,10 @@ def _run(tlog: TuningLog, job_id: int, source: Source, total: int | None, out_fi
         except CliError as exc:
             message += f"; {exc}"
         raise CliError(message, 130) from None
-    job, trials = tlog.get_job(job_id), tlog.job_trials(job_id)  # read once for the file and the summary
+    job, trials = (
+        tlog.get_job(job_id),
+        tlog.job_trials(job_id),
+    )  # read once for the file and the summary
     assert job is not None
     if out_file is not None:
         _save(out_file, job_document(job, trials, optimum_ms), job_id)
@@ -244,7 +401,9 @@ def _cancel_requested(tlog: TuningLog, job_id: int) -> bool:
     return control is not None and control.cancel_requested
 
 
-def _write_out(tlog: TuningLog, job_id: int, out_file: Path | None, optimum_ms: float | None) -> None:
+def _write_out(
+    tlog: TuningLog, job_id: int, out_file: Path | None, optimum_ms: float | None
+) -> None:
     if out_file is None:
         return
     job = tlog.get_job(job_id)
@@ -264,12 +423,19 @@ def _save(out_file: Path, document: dict[str, Any], job_id: int) -> None:
 
 
 def _summary(
-    tlog: TuningLog, job: JobRecord, outcome: Outcome, optimum_ms: float | None, out_file: Path | None, trials: list[TrialRecord]
+    tlog: TuningLog,
+    job: JobRecord,
+    outcome: Outcome,
+    optimum_ms: float | None,
+    out_file: Path | None,
+    trials: list[TrialRecord],
 ) -> None:
     job_id = job.id
     ok = [t for t in trials if t.status == "ok" and t.time_ms is not None]
     out.print(f"job {job_id} {job.state}: {_REASONS.get(outcome.reason, outcome.reason)}")
-    out.print(f"  measurements  {job.n_trials} ({len(ok)} ok), {format_duration(job.clock_s)} of tuning time")
+    out.print(
+        f"  measurements  {job.n_trials} ({len(ok)} ok), {format_duration(job.clock_s)} of tuning time"
+    )
     if ok:
         best = min(ok, key=lambda t: (t.time_ms, t.seq))
         line = f"  best          {format_ms(best.time_ms)} at measurement {best.seq + 1 if best.seq is not None else '?'}"
@@ -285,4 +451,7 @@ def _summary(
     if trials and not ok:
         counts = Counter(t.status for t in trials)
         failed = ", ".join(f"{n} {status}" for status, n in counts.most_common())
-        raise CliError(f"job {job_id}: no configuration ran successfully ({failed}); see `ktune trials {job_id}`", 3)
+        raise CliError(
+            f"job {job_id}: no configuration ran successfully ({failed}); see `ktune trials {job_id}`",
+            3,
+        )

@@ -19,11 +19,30 @@ _GRACE_S = 30.0
 
 
 def worker(
-    concurrency: Annotated[int, typer.Option("--concurrency", "-j", help=f"Jobs run at once (1..{MAX_CONCURRENCY}).")] = 1,
-    lease: Annotated[float | None, typer.Option("--lease", help=f"Seconds a job stays ours without renewal, up to {MAX_LEASE_S:g} (default $KTUNE_LEASE_SECONDS or 30).")] = None,
-    poll: Annotated[float | None, typer.Option("--poll", help=f"Seconds between looks at the queue when idle, up to {MAX_POLL_S:g}.")] = None,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", "-j", help=f"Jobs run at once (1..{MAX_CONCURRENCY}).")
+    ] = 1,
+    lease: Annotated[
+        float | None,
+        typer.Option(
+            "--lease",
+            help=f"Seconds a job stays ours without renewal, up to {MAX_LEASE_S:g} (default $KTUNE_LEASE_SECONDS or 30).",
+        ),
+    ] = None,
+    poll: Annotated[
+        float | None,
+        typer.Option(
+            "--poll", help=f"Seconds between looks at the queue when idle, up to {MAX_POLL_S:g}."
+        ),
+    ] = None,
     drain: Annotated[bool, typer.Option("--drain", help="Exit once the queue is empty.")] = False,
-    backend: Annotated[list[str] | None, typer.Option("--backend", help=f"Run only jobs of this backend: {' or '.join(BACKENDS)} (repeatable; default $KTUNE_RUNNER_BACKENDS, else every one this installation can run).")] = None,
+    backend: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--backend",
+            help=f"Run only jobs of this backend: {' or '.join(BACKENDS)} (repeatable; default $KTUNE_RUNNER_BACKENDS, else every one this installation can run).",
+        ),
+    ] = None,
     db: DbOption = None,
 ) -> None:
     """Claim queued jobs and run them; several workers may share a PostgreSQL log.
@@ -40,15 +59,24 @@ def worker(
     check_range("--poll", poll, 0, MAX_POLL_S, low_open=True)
     for name in backend or ():
         if name not in BACKENDS:
-            raise CliError(f"--backend: unknown backend {name!r} (choose from: {', '.join(BACKENDS)})")
+            raise CliError(
+                f"--backend: unknown backend {name!r} (choose from: {', '.join(BACKENDS)})"
+            )
         if (reason := backend_unavailable(name)) is not None:
             raise CliError(f"--backend {name}: {reason}")
     settings = Settings.load(
-        database_url=db, lease_seconds=lease, poll_seconds=poll, runner_backends=tuple(backend) if backend else None
+        database_url=db,
+        lease_seconds=lease,
+        poll_seconds=poll,
+        runner_backends=tuple(backend) if backend else None,
     )
     tlog = open_log(settings.database_url)
     runner = Runner(
-        tlog, concurrency=concurrency, lease_s=settings.lease_seconds, poll_s=settings.poll_seconds, drain=drain,
+        tlog,
+        concurrency=concurrency,
+        lease_s=settings.lease_seconds,
+        poll_s=settings.poll_seconds,
+        drain=drain,
         backends=settings.runner_backends or None,
     )
     stop = threading.Event()

@@ -389,7 +389,10 @@ def write_cache(
     path = Path(path)
     names = [p.name for p in parameters]
     now = str(datetime.now(UTC))
-    entries = {key: _entry(config, record, now) for key, (config, record) in first_by_config(parameters, records).items()}
+    entries = {
+        key: _entry(config, record, now)
+        for key, (config, record) in first_by_config(parameters, records).items()
+    }
     header = {
         "device_name": device_name,
         "kernel_name": kernel_name,

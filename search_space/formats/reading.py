@@ -18,7 +18,15 @@ from typing import Any
 from ktune.search_space.formats.errors import FormatError
 from ktune.search_space.parameters import Parameter, Value
 
-__all__ = ["MISSING", "canonical", "format_error", "is_number", "read_bytes", "shown", "value_tables"]
+__all__ = [
+    "MISSING",
+    "canonical",
+    "format_error",
+    "is_number",
+    "read_bytes",
+    "shown",
+    "value_tables",
+]
 
 _GZIP_MAGIC = b"\x1f\x8b"
 #: what :func:`canonical` returns for a value the parameter does not have

@@ -133,7 +133,9 @@ def _parameter(entry: Any, i: int, fail: Any) -> Parameter:
         raise fail(f"parameter {name!r}: Values {text!r} are not all of Type {kind}")
     if kind == "float":
         values = [finite_float(v) for v in values]
-        if None in values:  # Parameter rejects NaN and inf; this catches ints beyond the float range
+        if (
+            None in values
+        ):  # Parameter rejects NaN and inf; this catches ints beyond the float range
             raise fail(f"parameter {name!r}: Values {text!r} are not all finite numbers")
     try:
         return Parameter.of(name, values, entry.get("Default"))

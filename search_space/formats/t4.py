@@ -45,7 +45,14 @@ from ktune.search_space.formats.writing import first_by_config, replace_atomical
 from ktune.search_space.parameters import Parameter
 from ktune.search_space.space import SearchSpace
 
-__all__ = ["STATUS_BY_INVALIDITY", "NotT4Error", "is_t4_file", "load_t4", "looks_like_t4", "write_t4"]
+__all__ = [
+    "STATUS_BY_INVALIDITY",
+    "NotT4Error",
+    "is_t4_file",
+    "load_t4",
+    "looks_like_t4",
+    "write_t4",
+]
 
 #: T4's ``invalidity`` -> ktune's trial status
 STATUS_BY_INVALIDITY = {
@@ -58,10 +65,19 @@ STATUS_BY_INVALIDITY = {
 }
 #: ``metadata.timeunit`` -> milliseconds per unit (Kernel Tuner writes "miliseconds")
 _MS_PER_UNIT = {
-    "milliseconds": 1.0, "miliseconds": 1.0, "millisecond": 1.0, "ms": 1.0,
-    "seconds": 1e3, "second": 1e3, "s": 1e3,
-    "microseconds": 1e-3, "microsecond": 1e-3, "us": 1e-3,
-    "nanoseconds": 1e-6, "nanosecond": 1e-6, "ns": 1e-6,
+    "milliseconds": 1.0,
+    "miliseconds": 1.0,
+    "millisecond": 1.0,
+    "ms": 1.0,
+    "seconds": 1e3,
+    "second": 1e3,
+    "s": 1e3,
+    "microseconds": 1e-3,
+    "microsecond": 1e-3,
+    "us": 1e-3,
+    "nanoseconds": 1e-6,
+    "nanosecond": 1e-6,
+    "ns": 1e-6,
 }
 INVALIDITY_BY_STATUS = {status: invalidity for invalidity, status in STATUS_BY_INVALIDITY.items()}
 _OBJECTIVE = "time"
@@ -71,7 +87,12 @@ SCHEMA_VERSION = "1.0.0"
 
 def looks_like_t4(data: Any) -> bool:
     """Whether parsed JSON is shaped like a T4 results document (not a Kernel Tuner cache)."""
-    return isinstance(data, dict) and "results" in data and "schema_version" in data and "cache" not in data
+    return (
+        isinstance(data, dict)
+        and "results" in data
+        and "schema_version" in data
+        and "cache" not in data
+    )
 
 
 def is_t4_file(path: str | Path) -> bool:
@@ -88,7 +109,9 @@ def load_t4(path: str | Path, spec: T1Spec, device_name: str) -> RecordedSpace:
     path = Path(path)
     device = device_name.strip()
     if not device:
-        raise format_error(path, "a T4 file does not name its GPU: the device name must not be empty")
+        raise format_error(
+            path, "a T4 file does not name its GPU: the device name must not be empty"
+        )
     raw, digest = read_bytes(path)
     data = _parse(path, raw)
     version = data["schema_version"]
@@ -109,19 +132,24 @@ def load_t4(path: str | Path, spec: T1Spec, device_name: str) -> RecordedSpace:
     outside = [r for r in records.values() if r.status != "invalid" and r.config not in spec.space]
     if outside:
         raise format_error(
-            path, f"{len(outside)} measured configuration(s) are outside the T1 spec's space "
-            f"(its values or constraints), e.g. {dict(outside[0].config)}: is it the spec of these results?"
+            path,
+            f"{len(outside)} measured configuration(s) are outside the T1 spec's space "
+            f"(its values or constraints), e.g. {dict(outside[0].config)}: is it the spec of these results?",
         )
     valid = [r.config for r in records.values() if r.status != "invalid"]
     if not valid:
-        raise format_error(path, "every result is invalid (constraints): no configuration was measured")
+        raise format_error(
+            path, "every result is invalid (constraints): no configuration was measured"
+        )
     try:
         space = SearchSpace.from_configs(parameters, valid, name=f"{spec.kernel_name}@{device}")
     except ValueError as exc:
         raise format_error(path, f"cannot build the search space: {exc}") from None
     # one identity per (results, spec, device): the same results file read as another GPU's,
     # or against another spec, is another recording
-    identity = hashlib.sha256(f"{digest}\0{spec.space.fingerprint()}\0{device}".encode()).hexdigest()
+    identity = hashlib.sha256(
+        f"{digest}\0{spec.space.fingerprint()}\0{device}".encode()
+    ).hexdigest()
     return RecordedSpace(
         path=path,
         digest=identity,
@@ -148,15 +176,27 @@ def _parse(path: Path, raw: bytes) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise format_error(path, f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", NotT4Error) from None
+        raise format_error(
+            path, f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", NotT4Error
+        ) from None
     except (ValueError, RecursionError):  # an int with too many digits; nesting too deep
-        raise format_error(path, "not a T4 results file: the JSON cannot be read as numbers and objects", NotT4Error) from None
+        raise format_error(
+            path,
+            "not a T4 results file: the JSON cannot be read as numbers and objects",
+            NotT4Error,
+        ) from None
     if not looks_like_t4(data):
-        raise format_error(path, "not a T4 results file (a JSON object with schema_version and results)", NotT4Error)
+        raise format_error(
+            path,
+            "not a T4 results file (a JSON object with schema_version and results)",
+            NotT4Error,
+        )
     return data  # type: ignore[no-any-return]
 
 
-def _records(path: Path, parameters: Sequence[Parameter], results: list[Any], scale: float) -> dict[str, Record]:
+def _records(
+    path: Path, parameters: Sequence[Parameter], results: list[Any], scale: float
+) -> dict[str, Record]:
     names = [p.name for p in parameters]
     tables = value_tables(parameters)
     records: dict[str, Record] = {}
@@ -168,18 +208,25 @@ def _records(path: Path, parameters: Sequence[Parameter], results: list[Any], sc
         config = _config(path, where, result.get("configuration"), names, tables)
         key = ",".join(map(str, config.values()))
         if key in records:
-            raise format_error(path, f"{where} repeats the configuration of result #{first[key] + 1}")
+            raise format_error(
+                path, f"{where} repeats the configuration of result #{first[key] + 1}"
+            )
         invalidity = result.get("invalidity")
         status = STATUS_BY_INVALIDITY.get(invalidity) if isinstance(invalidity, str) else None
         if status is None:
             raise format_error(
-                path, f"{where}: invalidity {shown(invalidity)} is not one of {', '.join(STATUS_BY_INVALIDITY)}"
+                path,
+                f"{where}: invalidity {shown(invalidity)} is not one of {', '.join(STATUS_BY_INVALIDITY)}",
             )
         times = result.get("times", {})
         if not isinstance(times, dict):
             raise format_error(path, f"{where}: times must be an object")
         runtimes = _runtimes(path, where, times.get("runtimes", []), scale)
-        time_ms = _objective_ms(path, where, result.get("measurements"), scale) if status == "ok" else None
+        time_ms = (
+            _objective_ms(path, where, result.get("measurements"), scale)
+            if status == "ok"
+            else None
+        )
         compile_ms = _millis(path, where, times, ("compilation", "compilation_time"), scale)
         records[key] = Record(
             config=config,
@@ -188,20 +235,25 @@ def _records(path: Path, parameters: Sequence[Parameter], results: list[Any], sc
             time_ms=time_ms,
             times_ms=runtimes,
             compile_ms=compile_ms,
-            bench_ms=min(math.fsum(runtimes), MAX_MS),  # T4 keeps the runs, not the benchmark's wall time
+            bench_ms=min(
+                math.fsum(runtimes), MAX_MS
+            ),  # T4 keeps the runs, not the benchmark's wall time
             framework_ms=_millis(path, where, times, ("framework",), scale),
         )
         first[key] = i
     return records
 
 
-def _config(path: Path, where: str, given: Any, names: list[str], tables: list[dict[Any, Any]]) -> dict[str, Any]:
+def _config(
+    path: Path, where: str, given: Any, names: list[str], tables: list[dict[Any, Any]]
+) -> dict[str, Any]:
     if not isinstance(given, dict):
         raise format_error(path, f"{where}: configuration must be an object of parameter values")
     extra = sorted(set(given) - set(names))
     if extra:
         raise format_error(
-            path, f"{where}: {shown(extra[0])} is not a parameter of the T1 spec (is it the spec of these results?)"
+            path,
+            f"{where}: {shown(extra[0])} is not a parameter of the T1 spec (is it the spec of these results?)",
         )
     config: dict[str, Any] = {}
     for name, table in zip(names, tables):
@@ -210,7 +262,8 @@ def _config(path: Path, where: str, given: Any, names: list[str], tables: list[d
         value = canonical(table, given[name])
         if value is MISSING:
             raise format_error(
-                path, f"{where}: {name}={shown(given[name])} is not among the values of {name} in the T1 spec"
+                path,
+                f"{where}: {name}={shown(given[name])} is not among the values of {name} in the T1 spec",
             )
         config[name] = value
     return config
@@ -235,11 +288,15 @@ def _runtimes(path: Path, where: str, runtimes: Any, scale: float) -> tuple[floa
         raise format_error(path, f"{where}: times.runtimes must be a list of numbers")
     out = tuple(float(t) * scale if finite_float(t) is not None else math.nan for t in runtimes)
     if not all(0 <= t <= MAX_MS for t in out):  # a NaN fails the comparison
-        raise format_error(path, f"{where}: times.runtimes must each be a duration from 0 to {MAX_MS:.0e} ms")
+        raise format_error(
+            path, f"{where}: times.runtimes must each be a duration from 0 to {MAX_MS:.0e} ms"
+        )
     return out
 
 
-def _millis(path: Path, where: str, times: Mapping[str, Any], fields: tuple[str, ...], scale: float) -> float:
+def _millis(
+    path: Path, where: str, times: Mapping[str, Any], fields: tuple[str, ...], scale: float
+) -> float:
     value = next((times[f] for f in fields if f in times), 0.0)
     millis = finite_float(value) if is_number(value) else None
     if millis is None or not 0 <= millis * scale <= MAX_MS:
@@ -247,15 +304,24 @@ def _millis(path: Path, where: str, times: Mapping[str, Any], fields: tuple[str,
     return millis * scale
 
 
-def write_t4(path: str | Path, *, parameters: Sequence[Parameter], records: Iterable[RecordLike]) -> int:
+def write_t4(
+    path: str | Path, *, parameters: Sequence[Parameter], records: Iterable[RecordLike]
+) -> int:
     """Write ``records`` as a T4 results file (gzip when ``path`` ends in ``.gz``), atomically;
     returns how many results it holds. Times are in milliseconds; a failed result's ``time``
     is Kernel Tuner's failure name, as Kernel Tuner writes it. When a config comes twice, the
     first record wins."""
     path = Path(path)
     now = str(datetime.now(UTC))
-    results = [_result(config, record, now) for config, record in first_by_config(parameters, records).values()]
-    doc = {"schema_version": SCHEMA_VERSION, "metadata": {"timeunit": "milliseconds"}, "results": results}
+    results = [
+        _result(config, record, now)
+        for config, record in first_by_config(parameters, records).values()
+    ]
+    doc = {
+        "schema_version": SCHEMA_VERSION,
+        "metadata": {"timeunit": "milliseconds"},
+        "results": results,
+    }
     data = json.dumps(doc, allow_nan=False).encode()
     replace_atomically(path, gzip.compress(data, mtime=0) if path.name.endswith(".gz") else data)
     return len(results)
@@ -285,6 +351,8 @@ def _result(config: dict[str, Any], record: RecordLike, timestamp: str) -> dict[
         },
         "invalidity": invalidity,
         "correctness": 1 if record.status == "ok" else 0,
-        "measurements": [{"name": _OBJECTIVE, "value": value, "unit": "ms" if record.status == "ok" else ""}],
+        "measurements": [
+            {"name": _OBJECTIVE, "value": value, "unit": "ms" if record.status == "ok" else ""}
+        ],
         "objectives": [_OBJECTIVE],
     }

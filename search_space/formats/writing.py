@@ -24,7 +24,9 @@ class _HasConfig(Protocol):
 R = TypeVar("R", bound=_HasConfig)
 
 
-def first_by_config(parameters: Sequence[Parameter], records: Iterable[R]) -> dict[str, tuple[dict[str, Any], R]]:
+def first_by_config(
+    parameters: Sequence[Parameter], records: Iterable[R]
+) -> dict[str, tuple[dict[str, Any], R]]:
     """Each record with its config in the parameters' own values, keyed as Kernel Tuner keys a
     config (its values joined by commas); when a config comes twice, the first record wins."""
     tables = value_tables(parameters)
@@ -44,7 +46,9 @@ def export_value(config: Mapping[str, Any], name: str, table: Mapping[Value, Val
     value = config[name]
     canon = canonical(table, value.item() if hasattr(value, "item") else value)  # numpy scalars
     if canon is MISSING:
-        raise ValueError(f"config {dict(config)}: {name}={value!r} is not among the values of {name}")
+        raise ValueError(
+            f"config {dict(config)}: {name}={value!r} is not among the values of {name}"
+        )
     return canon
 
 

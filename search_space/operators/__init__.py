@@ -52,6 +52,8 @@ def get(name: str) -> Operator:
     if target is None:
         from ktune.search_space.operators import cpu
 
-        raise OperatorError(f"unknown operator {name!r} (choose from: {', '.join(REGISTRY)}; "
-                            f"on the CPU: {', '.join(cpu.names())})")
+        raise OperatorError(
+            f"unknown operator {name!r} (choose from: {', '.join(REGISTRY)}; "
+            f"on the CPU: {', '.join(cpu.names())})"
+        )
     return instantiate(target)  # type: ignore[no-any-return]

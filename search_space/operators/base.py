@@ -79,7 +79,9 @@ class DeviceLimits:
         try:
             return _ARCH_LIMITS[arch]
         except KeyError:
-            raise OperatorError(f"no reference limits for {arch!r} (known: {', '.join(_ARCH_LIMITS)})") from None
+            raise OperatorError(
+                f"no reference limits for {arch!r} (known: {', '.join(_ARCH_LIMITS)})"
+            ) from None
 
     @classmethod
     def from_spec(cls, spec: Any) -> DeviceLimits:
@@ -105,7 +107,10 @@ class DeviceLimits:
         for key, value in values.items():
             if key not in ("name", "compute_capability"):
                 values[key] = int(value)
-        values.setdefault("shared_mem_per_block_optin", values.get("shared_mem_per_block", cls.shared_mem_per_block_optin))
+        values.setdefault(
+            "shared_mem_per_block_optin",
+            values.get("shared_mem_per_block", cls.shared_mem_per_block_optin),
+        )
         return cls(**values)
 
     def constants(self) -> dict[str, Value]:
@@ -135,10 +140,16 @@ _SPEC_ALIASES: dict[str, tuple[tuple[str, int], ...]] = {
 
 _ARCH_LIMITS = {
     "sm_75": DeviceLimits("sm_75", (7, 5), 1024, 48 * 1024, 64 * 1024, 65536, 255, 32, 40, 4 << 20),
-    "sm_80": DeviceLimits("sm_80", (8, 0), 1024, 48 * 1024, 163 * 1024, 65536, 255, 32, 108, 40 << 20),
+    "sm_80": DeviceLimits(
+        "sm_80", (8, 0), 1024, 48 * 1024, 163 * 1024, 65536, 255, 32, 108, 40 << 20
+    ),
     "sm_86": DeviceLimits("sm_86", (8, 6), 1024, 48 * 1024, 99 * 1024, 65536, 255, 32, 84, 6 << 20),
-    "sm_89": DeviceLimits("sm_89", (8, 9), 1024, 48 * 1024, 99 * 1024, 65536, 255, 32, 128, 72 << 20),
-    "sm_90": DeviceLimits("sm_90", (9, 0), 1024, 48 * 1024, 227 * 1024, 65536, 255, 32, 132, 50 << 20),
+    "sm_89": DeviceLimits(
+        "sm_89", (8, 9), 1024, 48 * 1024, 99 * 1024, 65536, 255, 32, 128, 72 << 20
+    ),
+    "sm_90": DeviceLimits(
+        "sm_90", (9, 0), 1024, 48 * 1024, 227 * 1024, 65536, 255, 32, 132, 50 << 20
+    ),
 }
 
 
@@ -193,7 +204,11 @@ def _c_literal(value: Value) -> str:
     if isinstance(value, bool):
         return "1" if value else "0"
     if isinstance(value, float):
-        return repr(value) + "f" if math.isfinite(value) else ("(1.0f/0.0f)" if value > 0 else "(-1.0f/0.0f)")
+        return (
+            repr(value) + "f"
+            if math.isfinite(value)
+            else ("(1.0f/0.0f)" if value > 0 else "(-1.0f/0.0f)")
+        )
     return str(value)
 
 
@@ -222,8 +237,10 @@ class Tolerance:
 
     def failure(self, worst: float) -> str:
         """What a trial's error says when the worst ratio of :meth:`check` is above 1."""
-        return (f"output differs from the reference: worst error {worst:.3g} x the tolerance "
-                f"(rtol {self.rtol:g}, atol {self.atol:g})")
+        return (
+            f"output differs from the reference: worst error {worst:.3g} x the tolerance "
+            f"(rtol {self.rtol:g}, atol {self.atol:g})"
+        )
 
 
 @dataclass(frozen=True)
@@ -235,7 +252,11 @@ class Arguments:
     outputs: tuple[int, ...]
 
 
-_DTYPES: dict[str, type[np.floating[Any]]] = {"float64": np.float64, "float32": np.float32, "float16": np.float16}
+_DTYPES: dict[str, type[np.floating[Any]]] = {
+    "float64": np.float64,
+    "float32": np.float32,
+    "float16": np.float16,
+}
 
 
 class ShapedOperator:
@@ -256,14 +277,20 @@ class ShapedOperator:
 
     # --- workloads
 
-    def workload(self, shape: Sequence[int] | str, dtype: str = "float32", layout: str = "") -> Workload:
+    def workload(
+        self, shape: Sequence[int] | str, dtype: str = "float32", layout: str = ""
+    ) -> Workload:
         """A validated workload of this operator (``shape`` as ints or ``4096x4096``)."""
         dims = parse_shape(shape) if isinstance(shape, str) else tuple(int(d) for d in shape)
         layout = layout or self.layouts[0]
         if dtype not in self.dtypes:
-            raise OperatorError(f"{self.name}: dtype {dtype!r} not supported (choose from: {', '.join(self.dtypes)})")
+            raise OperatorError(
+                f"{self.name}: dtype {dtype!r} not supported (choose from: {', '.join(self.dtypes)})"
+            )
         if layout not in self.layouts:
-            raise OperatorError(f"{self.name}: layout {layout!r} not supported (choose from: {', '.join(self.layouts)})")
+            raise OperatorError(
+                f"{self.name}: layout {layout!r} not supported (choose from: {', '.join(self.layouts)})"
+            )
         dims = self.canonical_shape(dims)
         try:
             return Workload(self.name, dims, dtype, layout)
@@ -300,13 +327,23 @@ class ShapedOperator:
 class Operator(ShapedOperator, ABC):
     """One kind of GPU kernel. Subclasses are stateless; each method takes the workload."""
 
-    def matrix_space(self, workload: Workload, limits: DeviceLimits, parameters: Sequence[Parameter],
-                     constraints: Sequence[str]) -> SearchSpace:
+    def matrix_space(
+        self,
+        workload: Workload,
+        limits: DeviceLimits,
+        parameters: Sequence[Parameter],
+        constraints: Sequence[str],
+    ) -> SearchSpace:
         """The space of a ``ROWSxCOLS`` operator: constraints may use ``ROWS``, ``COLS``,
         ``elem_bytes`` and the limits' constants."""
         self.check(workload)
         rows, cols = workload.shape
-        constants = {**limits.constants(), "ROWS": rows, "COLS": cols, "elem_bytes": self.item_bytes(workload)}
+        constants = {
+            **limits.constants(),
+            "ROWS": rows,
+            "COLS": cols,
+            "elem_bytes": self.item_bytes(workload),
+        }
         return SearchSpace(parameters, constraints, constants=constants, name=workload.key)
 
     # --- the interface
@@ -378,7 +415,11 @@ def instantiate(target: str) -> Any:
 
 def template(name: str) -> str:
     """The text of a CUDA template shipped in ``search_space/operators/cuda``."""
-    return resources.files("ktune.search_space.operators").joinpath(f"cuda/{name}").read_text(encoding="utf-8")
+    return (
+        resources.files("ktune.search_space.operators")
+        .joinpath(f"cuda/{name}")
+        .read_text(encoding="utf-8")
+    )
 
 
 def param_range(lo: int, hi: int) -> list[int]:

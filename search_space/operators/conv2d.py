@@ -113,7 +113,11 @@ class Conv2d(ConvProblem, Operator):
         wi = q * cs.sw - cs.pw + s * cs.dw
         inside = (h >= 0) & (h < cs.h) & (wi >= 0) & (wi < cs.w)
         hc, wc = np.clip(h, 0, cs.h - 1), np.clip(wi, 0, cs.w - 1)
-        at = ((img * cs.h + hc) * cs.w + wc) * cs.c + c if nhwc else ((img * cs.c + c) * cs.h + hc) * cs.w + wc
+        at = (
+            ((img * cs.h + hc) * cs.w + wc) * cs.c + c
+            if nhwc
+            else ((img * cs.c + c) * cs.h + hc) * cs.w + wc
+        )
         cols = np.where(inside, x[at], 0.0)  # (pixels, CRS)
         weights = w.reshape(cs.k, -1)  # (K, CRS) in the reduction order of the layout
         out = cols @ weights.T  # (pixels, K)

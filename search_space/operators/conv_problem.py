@@ -24,15 +24,43 @@ class ConvShape:
     """The 13 numbers of a convolution (N C H W K R S SH SW PH PW DH DW) and its output size."""
 
     def __init__(self, shape: tuple[int, ...]) -> None:
-        (self.n, self.c, self.h, self.w, self.k, self.r, self.s,
-         self.sh, self.sw, self.ph, self.pw, self.dh, self.dw) = shape
+        (
+            self.n,
+            self.c,
+            self.h,
+            self.w,
+            self.k,
+            self.r,
+            self.s,
+            self.sh,
+            self.sw,
+            self.ph,
+            self.pw,
+            self.dh,
+            self.dw,
+        ) = shape
         self.p = (self.h + 2 * self.ph - self.dh * (self.r - 1) - 1) // self.sh + 1
         self.q = (self.w + 2 * self.pw - self.dw * (self.s - 1) - 1) // self.sw + 1
 
     def defines(self, nhwc: bool) -> dict[str, int]:
         names = ("N", "C", "H", "W", "K", "R", "S", "SH", "SW", "PH", "PW", "DH", "DW", "P", "Q")
-        values = (self.n, self.c, self.h, self.w, self.k, self.r, self.s, self.sh, self.sw,
-                  self.ph, self.pw, self.dh, self.dw, self.p, self.q)
+        values = (
+            self.n,
+            self.c,
+            self.h,
+            self.w,
+            self.k,
+            self.r,
+            self.s,
+            self.sh,
+            self.sw,
+            self.ph,
+            self.pw,
+            self.dh,
+            self.dw,
+            self.p,
+            self.q,
+        )
         return {**{f"CV_{k}": v for k, v in zip(names, values)}, "CV_NHWC": int(nhwc)}
 
     def gemm(self, nhwc: bool) -> tuple[int, int, int]:
@@ -51,7 +79,9 @@ class ConvProblem(ShapedOperator):
     def shape_form(self) -> str:
         return "NxCxHxWxKxRxS[xSHxSW[xPHxPW[xDHxDW]]]"
 
-    def workload(self, shape: Sequence[int] | str, dtype: str = "float32", layout: str = "") -> Workload:
+    def workload(
+        self, shape: Sequence[int] | str, dtype: str = "float32", layout: str = ""
+    ) -> Workload:
         """Accepts 7 numbers (N..S), 9 (+ stride), 13 (+ padding, dilation) or the canonical 11
         (N..S, stride, dilation; padding from a layout like ``NCHW_pad1x1``)."""
         dims = parse_shape(shape) if isinstance(shape, str) else tuple(int(d) for d in shape)
@@ -61,10 +91,14 @@ class ConvProblem(ShapedOperator):
             try:
                 ph, pw = (int(v) for v in pad.split("x"))
             except ValueError:
-                raise OperatorError(f"{self.name}: layout {layout!r} is not like NCHW_pad1x1") from None
+                raise OperatorError(
+                    f"{self.name}: layout {layout!r} is not like NCHW_pad1x1"
+                ) from None
         if len(dims) == 13:
             if pad:
-                raise OperatorError(f"{self.name}: padding given both in the shape and in the layout")
+                raise OperatorError(
+                    f"{self.name}: padding given both in the shape and in the layout"
+                )
             full = dims
         elif len(dims) == 11:
             full = dims[:9] + (ph, pw) + dims[9:]
@@ -86,7 +120,9 @@ class ConvProblem(ShapedOperator):
             raise OperatorError(f"{self.name}: shape {full} has a zero or negative size")
         cs = ConvShape(full)
         if cs.p <= 0 or cs.q <= 0:
-            raise OperatorError(f"{self.name}: the filter does not fit the padded input (output {cs.p}x{cs.q})")
+            raise OperatorError(
+                f"{self.name}: the filter does not fit the padded input (output {cs.p}x{cs.q})"
+            )
         return full
 
     def conv_shape(self, workload: Workload) -> tuple[ConvShape, bool]:
@@ -98,7 +134,9 @@ class ConvProblem(ShapedOperator):
         s = workload.shape
         return ConvShape(s[:9] + (ph, pw) + s[9:]), base == "NHWC"
 
-    def tensor_shapes(self, workload: Workload) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    def tensor_shapes(
+        self, workload: Workload
+    ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
         """Shapes of x, w and y in the workload's layout."""
         cs, nhwc = self.conv_shape(workload)
         if nhwc:
@@ -123,7 +161,12 @@ class ConvProblem(ShapedOperator):
         for r in range(cs.r):
             for s in range(cs.s):
                 h0, w0 = r * cs.dh, s * cs.dw
-                window = xpad[:, :, h0 : h0 + cs.sh * (cs.p - 1) + 1 : cs.sh, w0 : w0 + cs.sw * (cs.q - 1) + 1 : cs.sw]
+                window = xpad[
+                    :,
+                    :,
+                    h0 : h0 + cs.sh * (cs.p - 1) + 1 : cs.sh,
+                    w0 : w0 + cs.sw * (cs.q - 1) + 1 : cs.sw,
+                ]
                 y += xp.einsum("ncpq,kc->nkpq", window, w[:, :, r, s])
         return [xp.ascontiguousarray(y.transpose(0, 2, 3, 1)) if nhwc else y]
 

@@ -42,10 +42,21 @@ __all__ = ["CustomOperator"]
 _BLOCK = ("block_size_x", "block_size_y", "block_size_z")
 _BLOCK_DEFAULT = (256, 1, 1)
 _C_TYPES = {
-    "float": np.float32, "float32": np.float32, "double": np.float64, "float64": np.float64,
-    "half": np.float16, "float16": np.float16, "int": np.int32, "int32": np.int32,
-    "unsigned int": np.uint32, "uint32": np.uint32, "int64": np.int64, "long": np.int64,
-    "char": np.int8, "uint8": np.uint8, "bool": np.bool_,
+    "float": np.float32,
+    "float32": np.float32,
+    "double": np.float64,
+    "float64": np.float64,
+    "half": np.float16,
+    "float16": np.float16,
+    "int": np.int32,
+    "int32": np.int32,
+    "unsigned int": np.uint32,
+    "uint32": np.uint32,
+    "int64": np.int64,
+    "long": np.int64,
+    "char": np.int8,
+    "uint8": np.uint8,
+    "bool": np.bool_,
 }
 
 
@@ -78,8 +89,14 @@ class CustomOperator(Operator):
         self.source = source
         self.kernel_name = kernel_name
         sizes = (problem_size,) if isinstance(problem_size, int) else tuple(problem_size)
-        if not sizes or any(not isinstance(d, (int, np.integer)) or d <= 0 for d in sizes) or len(sizes) > 3:
-            raise OperatorError(f"{name}: problem_size {problem_size!r} must be 1 to 3 positive ints")
+        if (
+            not sizes
+            or any(not isinstance(d, (int, np.integer)) or d <= 0 for d in sizes)
+            or len(sizes) > 3
+        ):
+            raise OperatorError(
+                f"{name}: problem_size {problem_size!r} must be 1 to 3 positive ints"
+            )
         self.problem_size = tuple(int(d) for d in sizes)
         if not tune_params:
             raise OperatorError(f"{name}: no tunable parameters")
@@ -87,7 +104,9 @@ class CustomOperator(Operator):
         self.restrictions = list(restrictions)
         self.values = tuple(arguments)
         if answer is not None and len(answer) != len(self.values):
-            raise OperatorError(f"{name}: answer has {len(answer)} entries for {len(self.values)} arguments")
+            raise OperatorError(
+                f"{name}: answer has {len(answer)} entries for {len(self.values)} arguments"
+            )
         self.answer = list(answer) if answer is not None else None
         if outputs is None:
             outputs = [i for i, a in enumerate(self.answer or ()) if a is not None]
@@ -96,7 +115,8 @@ class CustomOperator(Operator):
                 raise OperatorError(f"{name}: output {i} is not an array argument")
         self.outputs = tuple(outputs)
         self.grid_div = tuple(
-            list(g) if g is not None else [_BLOCK[axis]] for axis, g in enumerate((grid_div_x, grid_div_y, grid_div_z))
+            list(g) if g is not None else [_BLOCK[axis]]
+            for axis, g in enumerate((grid_div_x, grid_div_y, grid_div_z))
         )
         self.compiler_options = tuple(compiler_options)
         self.constant_memory = dict(constant_memory or {})
@@ -109,11 +129,15 @@ class CustomOperator(Operator):
         for axis in self.grid_div:
             unknown = [d for d in axis if d not in names and d not in _BLOCK]
             if unknown:
-                raise OperatorError(f"{name}: grid divisor {unknown[0]!r} is not a tunable parameter")
+                raise OperatorError(
+                    f"{name}: grid divisor {unknown[0]!r} is not a tunable parameter"
+                )
 
     # --- Operator
 
-    def workload(self, shape: Sequence[int] | str | None = None, dtype: str = "", layout: str = "") -> Workload:
+    def workload(
+        self, shape: Sequence[int] | str | None = None, dtype: str = "", layout: str = ""
+    ) -> Workload:
         return Workload(self.name, self.problem_size, self.dtype_name)
 
     def space(self, workload: Workload, limits: DeviceLimits) -> SearchSpace:
@@ -123,20 +147,30 @@ class CustomOperator(Operator):
         if tuned:
             fixed = math.prod(d for b, d in zip(_BLOCK, _BLOCK_DEFAULT) if b not in names)
             constraints.append(f"{' * '.join(tuned)} * {fixed} <= max_threads")
-        return SearchSpace(self.parameters, constraints, constants={"max_threads": limits.max_threads_per_block}, name=self.name)
+        return SearchSpace(
+            self.parameters,
+            constraints,
+            constants={"max_threads": limits.max_threads_per_block},
+            name=self.name,
+        )
 
     def render(self, config: Config, workload: Workload) -> KernelSource:
         block = self.launch(config, workload).block
         defines: dict[str, Value] = {b: d for b, d in zip(_BLOCK, block) if b not in config}
         defines.update(config)
-        return KernelSource(self.kernel_name, self.source, defines, self.compiler_options, batchable=False)
+        return KernelSource(
+            self.kernel_name, self.source, defines, self.compiler_options, batchable=False
+        )
 
     def launch(self, config: Config, workload: Workload) -> Launch:
         block = tuple(int(config.get(b, d)) for b, d in zip(_BLOCK, _BLOCK_DEFAULT))  # type: ignore[arg-type]
         sizes = self.problem_size + (1,) * (3 - len(self.problem_size))
         grid = []
         for axis, size in enumerate(sizes):
-            divisor = math.prod(int(config.get(d, block[_BLOCK.index(d)] if d in _BLOCK else 1)) for d in self.grid_div[axis])  # type: ignore[arg-type]
+            divisor = math.prod(
+                int(config.get(d, block[_BLOCK.index(d)] if d in _BLOCK else 1))
+                for d in self.grid_div[axis]
+            )  # type: ignore[arg-type]
             grid.append(ceil_div(size, max(1, divisor)))
         return Launch((grid[0], grid[1], grid[2]), (block[0], block[1], block[2]), self.shared_mem)
 
@@ -147,7 +181,9 @@ class CustomOperator(Operator):
     def reference(self, workload: Workload, args: Arguments, xp: Any = np) -> list[Any]:
         if self.answer is None:
             return [None for _ in self.outputs]
-        return [None if self.answer[i] is None else xp.asarray(self.answer[i]) for i in self.outputs]
+        return [
+            None if self.answer[i] is None else xp.asarray(self.answer[i]) for i in self.outputs
+        ]
 
     def tolerance(self, workload: Workload) -> Tolerance:
         return Tolerance(1e-5, self.atol, atol_relative=False)  # numpy.allclose, as Kernel Tuner
@@ -181,14 +217,18 @@ class CustomOperator(Operator):
             try:
                 source = (path.parent / kfile).read_text(encoding="utf-8")
             except OSError as e:
-                raise FormatError(f"{where}.KernelFile {kfile!r} cannot be read ({type(e).__name__})") from None
+                raise FormatError(
+                    f"{where}.KernelFile {kfile!r} cannot be read ({type(e).__name__})"
+                ) from None
         values_of = {p.name: list(p.values) for p in spec.space.parameters}
         rng = np.random.default_rng(seed)
         args: list[Any] = []
         outputs: list[int] = []
         cmem: dict[str, np.ndarray] = {}
         for i, entry in enumerate(kernel.get("Arguments", []) or []):
-            value, is_const = _t1_argument(entry, spec.problem_size, values_of, rng, f"{where}.Arguments[{i}]")
+            value, is_const = _t1_argument(
+                entry, spec.problem_size, values_of, rng, f"{where}.Arguments[{i}]"
+            )
             if is_const:
                 cmem[str(entry["Name"])] = value
                 continue
@@ -197,7 +237,9 @@ class CustomOperator(Operator):
             args.append(value)
         grid = [kernel.get(f"GridDiv{a}") for a in "XYZ"]
         for a, g in zip("XYZ", grid):
-            if g is not None and (not isinstance(g, list) or not all(isinstance(d, str) for d in g)):
+            if g is not None and (
+                not isinstance(g, list) or not all(isinstance(d, str) for d in g)
+            ):
                 raise FormatError(f"{where}.GridDiv{a} is not a list of parameter names")
         try:
             return cls(
@@ -221,7 +263,11 @@ class CustomOperator(Operator):
 
 
 def _t1_argument(
-    entry: Any, problem_size: Sequence[int], values_of: dict[str, list[Value]], rng: np.random.Generator, where: str
+    entry: Any,
+    problem_size: Sequence[int],
+    values_of: dict[str, list[Value]],
+    rng: np.random.Generator,
+    where: str,
 ) -> tuple[Any, bool]:
     if not isinstance(entry, dict) or not isinstance(entry.get("Name"), str):
         raise FormatError(f"{where} has no Name")
@@ -250,12 +296,18 @@ def _t1_argument(
 
 
 _BINOPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-    ast.FloorDiv: operator.floordiv, ast.Div: operator.truediv, ast.Mod: operator.mod,
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+    ast.Div: operator.truediv,
+    ast.Mod: operator.mod,
 }
 
 
-def _size(text: Any, problem_size: Sequence[int], values_of: dict[str, list[Value]], where: str) -> int:
+def _size(
+    text: Any, problem_size: Sequence[int], values_of: dict[str, list[Value]], where: str
+) -> int:
     """A T1 ``Size``: arithmetic over numbers, ``ProblemSize[i]`` and ``max``/``min`` of a
     parameter's values; parsed with :mod:`ast`, never evaluated as Python."""
     if isinstance(text, int):
@@ -266,19 +318,31 @@ def _size(text: Any, problem_size: Sequence[int], values_of: dict[str, list[Valu
         raise FormatError(f"{where}: Size {text!r} is not an expression") from None
 
     def value(node: ast.AST) -> Any:
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, (int, float))
+            and not isinstance(node.value, bool)
+        ):
             return node.value
         if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
             return _BINOPS[type(node.op)](value(node.left), value(node.right))
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             return -value(node.operand)
         if (
-            isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "ProblemSize"
-            and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int)
+            isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "ProblemSize"
+            and isinstance(node.slice, ast.Constant)
+            and isinstance(node.slice.value, int)
             and 0 <= node.slice.value < len(problem_size)
         ):
             return problem_size[node.slice.value]
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("max", "min") and not node.keywords:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("max", "min")
+            and not node.keywords
+        ):
             pick = max if node.func.id == "max" else min
             items: list[Any] = []
             for arg in node.args:

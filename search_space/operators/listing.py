@@ -31,5 +31,6 @@ class OperatorInfo:
 
 def all_operators() -> list[OperatorInfo]:
     """The GPU operators, then the CPU ones, in registry order."""
-    return ([OperatorInfo.of(get_gpu(n), "gpu") for n in gpu_names()]
-            + [OperatorInfo.of(cpu.get(n), "cpu") for n in cpu.names()])
+    return [OperatorInfo.of(get_gpu(n), "gpu") for n in gpu_names()] + [
+        OperatorInfo.of(cpu.get(n), "cpu") for n in cpu.names()
+    ]

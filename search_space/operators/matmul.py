@@ -85,9 +85,13 @@ class Matmul(GemmProblem, Operator):
         constants: dict[str, Any] = {**limits.constants(), "M": m, "N": n, "K": k, "b_pad": 0}
         if workload.dtype == "float16":
             if limits.compute_capability < (8, 0):
-                raise OperatorError(f"matmul float16 needs tensor cores of sm_80 or newer, not {limits.arch}")
+                raise OperatorError(
+                    f"matmul float16 needs tensor cores of sm_80 or newer, not {limits.arch}"
+                )
             del constants["b_pad"]
-            return SearchSpace(_MMA_PARAMS, _MMA_CONSTRAINTS, constants=constants, name=workload.key)
+            return SearchSpace(
+                _MMA_PARAMS, _MMA_CONSTRAINTS, constants=constants, name=workload.key
+            )
         constraints = SIMT_CONSTRAINTS + [
             "(block_size_x * tile_size_x) % vector_width == 0",
             "K % vector_width == 0 and N % vector_width == 0",
@@ -98,7 +102,13 @@ class Matmul(GemmProblem, Operator):
     def render(self, config: Config, workload: Workload) -> KernelSource:
         self.check(workload)
         m, n, k = workload.shape
-        defines = {"KERNEL_NAME": f"matmul_{workload.dtype}", "KT_M": m, "KT_N": n, "KT_K": k, **config}
+        defines = {
+            "KERNEL_NAME": f"matmul_{workload.dtype}",
+            "KT_M": m,
+            "KT_N": n,
+            "KT_K": k,
+            **config,
+        }
         if workload.dtype == "float16":
             body = template("prelude.cuh") + template("matmul_mma.cu")
         else:
@@ -124,7 +134,11 @@ class Matmul(GemmProblem, Operator):
             splits = 1
         else:
             bm, bn = c["block_size_y"] * c["tile_size_y"], c["block_size_x"] * c["tile_size_x"]
-            bk, per_thread, splits = c["tile_size_k"], c["tile_size_x"] * c["tile_size_y"], c["split_k"]
+            bk, per_thread, splits = (
+                c["tile_size_k"],
+                c["tile_size_x"] * c["tile_size_y"],
+                c["split_k"],
+            )
         item = self.item_bytes(workload)
         padded = ceil_div(m, bm) * bm * ceil_div(n, bn) * bn
         return {
@@ -151,7 +165,10 @@ class Matmul(GemmProblem, Operator):
 def simt_launch(c: dict[str, Any], m: int, n: int) -> Launch:
     """Geometry of the SIMT GEMM core for a GEMM of m x n outputs."""
     bm, bn = c["block_size_y"] * c["tile_size_y"], c["block_size_x"] * c["tile_size_x"]
-    return Launch((ceil_div(m, bm) * ceil_div(n, bn), c.get("split_k", 1), 1), (c["block_size_x"], c["block_size_y"], 1))
+    return Launch(
+        (ceil_div(m, bm) * ceil_div(n, bn), c.get("split_k", 1), 1),
+        (c["block_size_x"], c["block_size_y"], 1),
+    )
 
 
 def simt_gemm_coverage(c: dict[str, Any], m: int, n: int, k: int) -> np.ndarray:
@@ -163,8 +180,12 @@ def simt_gemm_coverage(c: dict[str, Any], m: int, n: int, k: int) -> np.ndarray:
     counts = np.zeros((m, n, k), dtype=np.int32)
     blocks = np.arange(ceil_div(m, bm) * grid_n)
     # rows and columns one block's threads store: m0 + ty + i*by, n0 + tx + j*bx
-    rows = ((blocks // grid_n) * bm)[:, None] + (np.arange(by)[:, None] + np.arange(ty_)[None, :] * by).ravel()[None, :]
-    cols = ((blocks % grid_n) * bn)[:, None] + (np.arange(bx)[:, None] + np.arange(tx_)[None, :] * bx).ravel()[None, :]
+    rows = ((blocks // grid_n) * bm)[:, None] + (
+        np.arange(by)[:, None] + np.arange(ty_)[None, :] * by
+    ).ravel()[None, :]
+    cols = ((blocks % grid_n) * bn)[:, None] + (
+        np.arange(bx)[:, None] + np.arange(tx_)[None, :] * bx
+    ).ravel()[None, :]
     written = np.zeros((m, n), dtype=np.int32)
     for r, col in zip(rows, cols):
         rr, cc = np.meshgrid(r[r < m], col[col < n], indexing="ij")
@@ -182,7 +203,13 @@ def simt_gemm_coverage(c: dict[str, Any], m: int, n: int, k: int) -> np.ndarray:
 
 def _mma_coverage(c: dict[str, Any], m: int, n: int, k: int) -> np.ndarray:
     """Emulates ``matmul_mma.cu``'s indexing: grouped block order, warps, mma fragments."""
-    bm, bn, wm, wn, group = c["tile_size_y"], c["tile_size_x"], c["warp_tile_y"], c["warp_tile_x"], c["group_m"]
+    bm, bn, wm, wn, group = (
+        c["tile_size_y"],
+        c["tile_size_x"],
+        c["warp_tile_y"],
+        c["warp_tile_x"],
+        c["group_m"],
+    )
     grid_m, grid_n = ceil_div(m, bm), ceil_div(n, bn)
     pid = np.arange(grid_m * grid_n)
     in_group = group * grid_n
@@ -195,7 +222,9 @@ def _mma_coverage(c: dict[str, Any], m: int, n: int, k: int) -> np.ndarray:
     lane = np.arange(32)
     # fragment rows: i*16 + lane/4 (+8); columns: j*8 + (lane%4)*2 (+1)
     frag_r = (np.arange(wm // 16)[:, None] * 16 + lane[None, :] // 4)[..., None] + np.array([0, 8])
-    frag_c = (np.arange(wn // 8)[:, None] * 8 + (lane[None, :] % 4) * 2)[..., None] + np.array([0, 1])
+    frag_c = (np.arange(wn // 8)[:, None] * 8 + (lane[None, :] % 4) * 2)[..., None] + np.array(
+        [0, 1]
+    )
     written = np.zeros((m, n), dtype=np.int32)
     for pm, pn in zip(pid_m, pid_n):
         for w in range(len(warps)):

@@ -54,7 +54,6 @@ class Reduction(Operator):
     def space(self, workload: Workload, limits: DeviceLimits) -> SearchSpace:
         return self.matrix_space(workload, limits, _PARAMS, _CONSTRAINTS)
 
-
     def render(self, config: Config, workload: Workload) -> KernelSource:
         self.check(workload)
         rows, cols = workload.shape
@@ -68,12 +67,17 @@ class Reduction(Operator):
             "USE_SHUFFLE": int(config["reduce_method"] == "shuffle"),
             **params,
         }
-        return KernelSource(str(defines["KERNEL_NAME"]), template("prelude.cuh") + template("reduction.cu"), defines)
+        return KernelSource(
+            str(defines["KERNEL_NAME"]), template("prelude.cuh") + template("reduction.cu"), defines
+        )
 
     def launch(self, config: Config, workload: Workload) -> Launch:
         rows, _ = workload.shape
         c: dict[str, Any] = dict(config)
-        return Launch((ceil_div(rows, c["block_size_y"]), c["blocks_per_row"], 1), (c["block_size_x"], c["block_size_y"], 1))
+        return Launch(
+            (ceil_div(rows, c["block_size_y"]), c["blocks_per_row"], 1),
+            (c["block_size_x"], c["block_size_y"], 1),
+        )
 
     def arguments(self, workload: Workload, rng: np.random.Generator) -> Arguments:
         rows, cols = workload.shape
@@ -113,7 +117,16 @@ class Reduction(Operator):
         """How often each input element is read into a row's result (all ones: exact)."""
         rows, cols = workload.shape
         c: dict[str, Any] = dict(config)
-        bx, by, vw, ipt, bpr = (c[k] for k in ("block_size_x", "block_size_y", "vector_width", "items_per_thread", "blocks_per_row"))
+        bx, by, vw, ipt, bpr = (
+            c[k]
+            for k in (
+                "block_size_x",
+                "block_size_y",
+                "vector_width",
+                "items_per_thread",
+                "blocks_per_row",
+            )
+        )
         step = bx * vw
         chunk = ceil_div(ceil_div(cols, bpr), vw) * vw
         counts = np.zeros((rows, cols), dtype=np.int32)

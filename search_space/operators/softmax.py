@@ -48,7 +48,6 @@ class Softmax(Operator):
     dims = ("ROWS", "COLS")
     summary = "row-wise softmax; online or two-pass, row cached in registers or not"
 
-
     def space(self, workload: Workload, limits: DeviceLimits) -> SearchSpace:
         return self.matrix_space(workload, limits, _PARAMS, _CONSTRAINTS)
 
@@ -66,12 +65,16 @@ class Softmax(Operator):
             "CACHE_ITEMS": items,
             **{k: v for k, v in c.items() if k != "method"},
         }
-        return KernelSource(str(defines["KERNEL_NAME"]), template("prelude.cuh") + template("softmax.cu"), defines)
+        return KernelSource(
+            str(defines["KERNEL_NAME"]), template("prelude.cuh") + template("softmax.cu"), defines
+        )
 
     def launch(self, config: Config, workload: Workload) -> Launch:
         rows, _ = workload.shape
         c: dict[str, Any] = dict(config)
-        return Launch((ceil_div(rows, c["block_size_y"]), 1, 1), (c["block_size_x"], c["block_size_y"], 1))
+        return Launch(
+            (ceil_div(rows, c["block_size_y"]), 1, 1), (c["block_size_x"], c["block_size_y"], 1)
+        )
 
     def arguments(self, workload: Workload, rng: np.random.Generator) -> Arguments:
         rows, cols = workload.shape

@@ -51,7 +51,6 @@ class Transpose(Operator):
     dims = ("ROWS", "COLS")
     summary = "2-D transpose through padded shared-memory tiles, vector loads and stores"
 
-
     def space(self, workload: Workload, limits: DeviceLimits) -> SearchSpace:
         return self.matrix_space(workload, limits, _PARAMS, _CONSTRAINTS)
 
@@ -65,13 +64,17 @@ class Transpose(Operator):
             "ELEM_T": "float" if workload.dtype == "float32" else "half_t",
             **config,
         }
-        return KernelSource(str(defines["KERNEL_NAME"]), template("prelude.cuh") + template("transpose.cu"), defines)
+        return KernelSource(
+            str(defines["KERNEL_NAME"]), template("prelude.cuh") + template("transpose.cu"), defines
+        )
 
     def launch(self, config: Config, workload: Workload) -> Launch:
         rows, cols = workload.shape
         c: dict[str, Any] = dict(config)
         t = c["tile_size_x"]
-        return Launch((ceil_div(cols, t), ceil_div(rows, t), 1), (c["block_size_x"], c["block_size_y"], 1))
+        return Launch(
+            (ceil_div(cols, t), ceil_div(rows, t), 1), (c["block_size_x"], c["block_size_y"], 1)
+        )
 
     def arguments(self, workload: Workload, rng: np.random.Generator) -> Arguments:
         rows, cols = workload.shape

@@ -38,15 +38,27 @@ def best(
     dtype: Annotated[str, Query(max_length=64, pattern=_TEXT)] = "",
     layout: Annotated[str, Query(max_length=64, pattern=_TEXT)] = "",
     workload: Annotated[
-        str | None, Query(min_length=1, max_length=300, pattern=_TEXT, description="Workload key, instead of operator and shape.")
+        str | None,
+        Query(
+            min_length=1,
+            max_length=300,
+            pattern=_TEXT,
+            description="Workload key, instead of operator and shape.",
+        ),
     ] = None,
     fallback: Annotated[bool, Query(description="false: exact answers only.")] = True,
 ) -> JSONResponse:
     started = time.perf_counter()
     try:
         answer = ktune.lookup(
-            operator, shape, device=device, dtype=dtype, layout=layout, workload=workload,
-            db=tlog, fallback=fallback,
+            operator,
+            shape,
+            device=device,
+            dtype=dtype,
+            layout=layout,
+            workload=workload,
+            db=tlog,
+            fallback=fallback,
         )
     except ktune.LookupInputError as exc:
         raise invalid(("query", exc.field), exc.message) from None

@@ -13,7 +13,9 @@ __all__ = ["router"]
 router = APIRouter(prefix="/v1", tags=["catalog"])
 
 
-@router.get("/devices", responses={k: ERRORS[k] for k in (401, 503)}, summary="Devices in the tuning log")
+@router.get(
+    "/devices", responses={k: ERRORS[k] for k in (401, 503)}, summary="Devices in the tuning log"
+)
 def devices(_: Reader, tlog: LogDep) -> DevicePage:
     return DevicePage(
         items=[

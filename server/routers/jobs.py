@@ -36,14 +36,22 @@ def _not_found(job_id: int) -> HTTPException:
     status_code=status.HTTP_201_CREATED,
     responses={
         **{k: ERRORS[k] for k in (401, 413, 415)},
-        503: {**ERRORS[503], "description": "The tuning log does not answer, or the Ray cluster offers no GPU "
-                                            "for an operator job (none of that type, or none free in time), or no C compiler "
-                                            "builds a CPU operator's kernels."},
+        503: {
+            **ERRORS[503],
+            "description": "The tuning log does not answer, or the Ray cluster offers no GPU "
+            "for an operator job (none of that type, or none free in time), or no C compiler "
+            "builds a CPU operator's kernels.",
+        },
     },
     summary="Submit a tuning job: a recorded space (replayed), an operator (on the Ray cluster's GPUs) or a CPU operator",
 )
 def create_job(
-    body: JobCreate, _: Writer, tlog: LogDep, catalog: CatalogDep, runner: RunnerDep, settings: SettingsDep
+    body: JobCreate,
+    _: Writer,
+    tlog: LogDep,
+    catalog: CatalogDep,
+    runner: RunnerDep,
+    settings: SettingsDep,
 ) -> JobOut:
     try:
         job = submit(body, tlog, catalog, settings.ray_address)
@@ -67,7 +75,9 @@ def list_jobs(
     limit: Annotated[int, Query(ge=1, le=MAX_JOBS_PAGE)] = 50,
     offset: Annotated[int, Query(ge=0, le=MAX_JOB_ID)] = 0,
 ) -> JobPage:
-    rows = tlog.list_jobs(state=state, workload_key=workload, device_name=device, limit=limit + 1, offset=offset)
+    rows = tlog.list_jobs(
+        state=state, workload_key=workload, device_name=device, limit=limit + 1, offset=offset
+    )
     more = len(rows) > limit
     return JobPage(
         items=[job_out(j, catalog) for j in rows[:limit]],
@@ -111,7 +121,9 @@ def job_trials(
     job_id: JobId,
     _: Reader,
     tlog: LogDep,
-    since: Annotated[int, Query(ge=0, le=MAX_JOB_ID, description="First trial position to return.")] = 0,
+    since: Annotated[
+        int, Query(ge=0, le=MAX_JOB_ID, description="First trial position to return.")
+    ] = 0,
     limit: Annotated[int, Query(ge=1, le=MAX_TRIALS_PAGE)] = 1000,
 ) -> TrialPage:
     job = tlog.get_job(job_id)

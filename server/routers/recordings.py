@@ -30,14 +30,22 @@ router = APIRouter(prefix="/v1/recordings", tags=["recordings"])
 
 FileName = Annotated[
     str,
-    Query(min_length=1, max_length=200, pattern=r"^[^/\\\x00-\x1f]+$",
-          description="The file's name, kept with the import job (no directories)."),
+    Query(
+        min_length=1,
+        max_length=200,
+        pattern=r"^[^/\\\x00-\x1f]+$",
+        description="The file's name, kept with the import job (no directories).",
+    ),
 ]
 DeviceName = Annotated[
     str | None,
-    Query(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f]*[^\s\x00-\x1f][^\x00-\x1f]*$",
-          description="The GPU the recording was measured on, as the vendor names it: replaces the name the "
-                      "cache gives (Kernel Tuner writes none on some AMD GPUs)."),
+    Query(
+        min_length=1,
+        max_length=200,
+        pattern=r"^[^\x00-\x1f]*[^\s\x00-\x1f][^\x00-\x1f]*$",
+        description="The GPU the recording was measured on, as the vendor names it: replaces the name the "
+        "cache gives (Kernel Tuner writes none on some AMD GPUs).",
+    ),
 ]
 _BODY = {
     "required": True,
@@ -53,14 +61,22 @@ _BODY = {
     "",
     status_code=status.HTTP_201_CREATED,
     responses={
-        200: {"model": RecordingImported, "description": "The same file was imported before; nothing was written."},
+        200: {
+            "model": RecordingImported,
+            "description": "The same file was imported before; nothing was written.",
+        },
         **{k: ERRORS[k] for k in (401, 413, 503)},
     },
     openapi_extra={"requestBody": _BODY},
     summary="Import a Kernel Tuner cache file (the request body) into the tuning log",
 )
 async def upload(
-    request: Request, response: Response, filename: FileName, _: Writer, tlog: LogDep, device: DeviceName = None
+    request: Request,
+    response: Response,
+    filename: FileName,
+    _: Writer,
+    tlog: LogDep,
+    device: DeviceName = None,
 ) -> RecordingImported:
     data = await request.body()
     if not data:
@@ -83,6 +99,10 @@ def _import(tlog: TuningLog, data: bytes, filename: str, device: str | None) -> 
             rec = renamed(rec, device)
         result = import_recording(tlog, rec, source=f"upload:{filename}")
     return RecordingImported(
-        job=result.job.id, workload=result.job.workload_key, device=rec.device_name,
-        records=result.n_records, ok=result.n_ok, already=result.already,
+        job=result.job.id,
+        workload=result.job.workload_key,
+        device=rec.device_name,
+        records=result.n_records,
+        ok=result.n_ok,
+        already=result.already,
     )

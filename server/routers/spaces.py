@@ -50,7 +50,9 @@ def spaces(_: Reader, tlog: LogDep, catalog: CatalogDep) -> SpacesOut:
                 configs=len(rec.space),
                 optimum_ms=rec.optimum.time_ms if rec.optimum else None,
                 bundled=info.bundled,
-                parameters=[ParameterOut(name=p.name, values=list(p.values)) for p in rec.parameters],
+                parameters=[
+                    ParameterOut(name=p.name, values=list(p.values)) for p in rec.parameters
+                ],
             )
         )
     workloads = [
@@ -70,16 +72,31 @@ def spaces(_: Reader, tlog: LogDep, catalog: CatalogDep) -> SpacesOut:
     return SpacesOut(recordings=recordings, workloads=workloads)
 
 
-@router.get("/operators", responses={401: ERRORS[401]}, summary="Operators jobs can tune, GPU and CPU")
+@router.get(
+    "/operators", responses={401: ERRORS[401]}, summary="Operators jobs can tune, GPU and CPU"
+)
 def operators(_: Reader, settings: SettingsDep) -> list[OperatorOut]:
-    no_ray = None if settings.ray_address else "GPU operators run on a Ray cluster: start the server with KTUNE_RAY_ADDRESS"
+    no_ray = (
+        None
+        if settings.ray_address
+        else "GPU operators run on a Ray cluster: start the server with KTUNE_RAY_ADDRESS"
+    )
     no_cc = compiler_unavailable()
     out = []
     for info in all_operators():
         reason = no_ray if info.device == "gpu" else no_cc
-        out.append(OperatorOut(name=info.name, device=info.device, summary=info.summary, shape=info.shape,
-                               dtypes=list(info.dtypes), layouts=list(info.layouts), available=reason is None,
-                               reason=reason))
+        out.append(
+            OperatorOut(
+                name=info.name,
+                device=info.device,
+                summary=info.summary,
+                shape=info.shape,
+                dtypes=list(info.dtypes),
+                layouts=list(info.layouts),
+                available=reason is None,
+                reason=reason,
+            )
+        )
     return out
 
 

@@ -65,7 +65,9 @@ class OperatorOut(BaseModel):
     """An operator ``POST /v1/jobs`` may name, and whether this server takes its jobs now."""
 
     name: str
-    device: str = Field(description="gpu (measured on the Ray cluster's GPUs) or cpu (on a runner's CPU)")
+    device: str = Field(
+        description="gpu (measured on the Ray cluster's GPUs) or cpu (on a runner's CPU)"
+    )
     summary: str
     shape: str = Field(description="how the job's shape is written, e.g. MxNxK")
     dtypes: list[str]

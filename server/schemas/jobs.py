@@ -44,14 +44,20 @@ class BudgetIn(_Strict):
 
     trials: int | None = Field(None, gt=0, le=MAX_TRIALS, description="Maximum measurements.")
     seconds: float | None = Field(
-        None, gt=0, le=30 * 86400, allow_inf_nan=False,
+        None,
+        gt=0,
+        le=30 * 86400,
+        allow_inf_nan=False,
         description="Maximum tuning time (replayed GPU time for recordings).",
     )
     target_ms: float | None = Field(
         None, gt=0, le=1e9, allow_inf_nan=False, description="Stop once a config is this fast."
     )
     patience: int | None = Field(
-        None, gt=0, le=MAX_TRIALS, description="Stop after this many measurements without a new best."
+        None,
+        gt=0,
+        le=MAX_TRIALS,
+        description="Stop after this many measurements without a new best.",
     )
 
     @model_validator(mode="after")
@@ -71,23 +77,43 @@ class JobCreate(_Strict):
         None, min_length=1, max_length=128, description="Name of a recorded space (GET /v1/spaces)."
     )
     operator: str | None = Field(
-        None, min_length=1, max_length=64,
+        None,
+        min_length=1,
+        max_length=64,
         description="Operator to tune on the Ray cluster's GPUs (matmul, conv2d, reduction, softmax, transpose), "
-                    "or on a runner's CPU (cpu_matmul, cpu_conv2d).",
+        "or on a runner's CPU (cpu_matmul, cpu_conv2d).",
     )
     shape: str | None = Field(
-        None, min_length=1, max_length=200, description="Problem shape of the operator, e.g. 4096x4096x4096."
+        None,
+        min_length=1,
+        max_length=200,
+        description="Problem shape of the operator, e.g. 4096x4096x4096.",
     )
-    dtype: str = Field("float32", min_length=1, max_length=16,
-                       description="Data type of the operator: float32 or float16 (GPU), float32 or float64 (CPU).")
-    layout: str = Field("", max_length=16, description="Layout of the operator: NCHW/NHWC (conv2d), sum/max (reduction).")
+    dtype: str = Field(
+        "float32",
+        min_length=1,
+        max_length=16,
+        description="Data type of the operator: float32 or float16 (GPU), float32 or float64 (CPU).",
+    )
+    layout: str = Field(
+        "",
+        max_length=16,
+        description="Layout of the operator: NCHW/NHWC (conv2d), sum/max (reduction).",
+    )
     gpu_type: str | None = Field(
-        None, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$",
+        None,
+        min_length=1,
+        max_length=64,
+        pattern=r"^[A-Za-z0-9_.-]+$",
         description="Ray accelerator type the operator is measured on (H100, A100, ...); any GPU when absent.",
     )
-    gpu_workers: int = Field(1, ge=1, le=MAX_RAY_WORKERS, description="GPUs measuring the operator's batches at once.")
+    gpu_workers: int = Field(
+        1, ge=1, le=MAX_RAY_WORKERS, description="GPUs measuring the operator's batches at once."
+    )
     device: str | None = Field(
-        None, min_length=1, max_length=200,
+        None,
+        min_length=1,
+        max_length=200,
         description="Device to tune for; must be the one the space was recorded on.",
     )
     strategy: str = Field(strategies.DEFAULT, min_length=1, max_length=64)
@@ -95,30 +121,42 @@ class JobCreate(_Strict):
     seed: int | None = Field(None, ge=0, le=MAX_SEED)
     batch_size: int = Field(1, ge=1, le=MAX_BATCH)
     constraints: list[Constraint] = Field(
-        default_factory=list, max_length=16,
+        default_factory=list,
+        max_length=16,
         description="Extra constraints, e.g. 'block_size_x*block_size_y <= 512'.",
     )
     replay_speed: float | None = Field(
-        None, ge=MIN_REPLAY_SPEED, le=MAX_REPLAY_SPEED, allow_inf_nan=False,
+        None,
+        ge=MIN_REPLAY_SPEED,
+        le=MAX_REPLAY_SPEED,
+        allow_inf_nan=False,
         description="Spend the recorded GPU time in real time, this many times faster (1 = as on the GPU).",
     )
 
     @model_validator(mode="after")
     def _one_kind(self) -> JobCreate:
         if (self.space is None) == (self.operator is None):
-            raise ValueError("give either space (a recorded space, replayed) or operator and shape (measured on GPUs)")
+            raise ValueError(
+                "give either space (a recorded space, replayed) or operator and shape (measured on GPUs)"
+            )
         if self.space is not None:
             given = [name for name in ("shape", "gpu_type") if getattr(self, name) is not None]
-            given += [name for name in ("dtype", "layout", "gpu_workers") if name in self.model_fields_set]
+            given += [
+                name for name in ("dtype", "layout", "gpu_workers") if name in self.model_fields_set
+            ]
             if given:
-                raise ValueError(f"{', '.join(given)} go(es) with operator, not with a recorded space")
+                raise ValueError(
+                    f"{', '.join(given)} go(es) with operator, not with a recorded space"
+                )
         else:
             if self.shape is None:
                 raise ValueError("an operator job needs a shape, e.g. 4096x4096x4096")
             given = [name for name in ("device", "replay_speed") if getattr(self, name) is not None]
             if given:
-                raise ValueError(f"{', '.join(given)} go(es) with a recorded space; an operator job's GPU is the one "
-                                 "the Ray cluster gives (name its kind with gpu_type)")
+                raise ValueError(
+                    f"{', '.join(given)} go(es) with a recorded space; an operator job's GPU is the one "
+                    "the Ray cluster gives (name its kind with gpu_type)"
+                )
         return self
 
 
@@ -148,9 +186,15 @@ class JobOut(BaseModel):
     batch_size: int
     budget: BudgetOut
     constraints: list[str] = Field(description="The job's constraints beyond its space's own.")
-    replay_speed: float | None = Field(description="Replayed GPU time spent this many times faster; null: at once.")
-    gpu_type: str | None = Field(description="Ray accelerator type a job on the Ray cluster runs on; null: any, or not on Ray.")
-    gpu_workers: int | None = Field(description="GPUs of the Ray cluster measuring at once; null: not on Ray.")
+    replay_speed: float | None = Field(
+        description="Replayed GPU time spent this many times faster; null: at once."
+    )
+    gpu_type: str | None = Field(
+        description="Ray accelerator type a job on the Ray cluster runs on; null: any, or not on Ray."
+    )
+    gpu_workers: int | None = Field(
+        description="GPUs of the Ray cluster measuring at once; null: not on Ray."
+    )
     n_trials: int
     progress: float | None = Field(description="Share of the budget spent, 0 to 1.")
     best_time_ms: float | None

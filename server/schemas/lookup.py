@@ -20,13 +20,21 @@ class QueryOut(BaseModel):
 
 class AnswerOut(BaseModel):
     query: QueryOut
-    tier: Literal["exact", "nearest_shape", "similar_device", "similar_device_nearest_shape", "cost_model"]
+    tier: Literal[
+        "exact", "nearest_shape", "similar_device", "similar_device_nearest_shape", "cost_model"
+    ]
     workload: str = Field(description="The workload the config was tuned for.")
     device: str = Field(description="The device it was tuned on.")
     config: dict[str, Any]
     time_ms: float | None = Field(description="Measured for `workload` on `device`.")
-    job: int | None = Field(description="The tuning job that measured the config; null when predicted or recorded outside any job (`ktune import` records a job).")
-    trial: int | None = Field(description="Its position among the job's trials (the seq of /v1/jobs/{id}/trials).")
-    tuning: bool = Field(description="A job of `workload` on `device` is still queued or running: the answer may improve.")
+    job: int | None = Field(
+        description="The tuning job that measured the config; null when predicted or recorded outside any job (`ktune import` records a job)."
+    )
+    trial: int | None = Field(
+        description="Its position among the job's trials (the seq of /v1/jobs/{id}/trials)."
+    )
+    tuning: bool = Field(
+        description="A job of `workload` on `device` is still queued or running: the answer may improve."
+    )
     distance: float = Field(description="0 when exact, else the shape or device distance.")
     updated_at: str | None

@@ -8,9 +8,15 @@ __all__ = ["RecordingImported"]
 
 
 class RecordingImported(BaseModel):
-    job: int = Field(description="The import job that holds the recording's measurements as its trials.")
+    job: int = Field(
+        description="The import job that holds the recording's measurements as its trials."
+    )
     workload: str
     device: str
-    records: int = Field(description="Configurations in the recording, failed and invalid ones included.")
+    records: int = Field(
+        description="Configurations in the recording, failed and invalid ones included."
+    )
     ok: int = Field(description="Configurations that ran successfully.")
-    already: bool = Field(description="The same file was imported before: nothing was written (200, not 201).")
+    already: bool = Field(
+        description="The same file was imported before: nothing was written (200, not 201)."
+    )

@@ -97,7 +97,19 @@ def test_vendor_names_resolve(reported: str, expected: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["", "   ", None, "A100", "NVIDIA A100", "gfx90a", "gfx942:sramecc+", "RTX 30", "gfx906", "RTX 3060"]
+    "name",
+    [
+        "",
+        "   ",
+        None,
+        "A100",
+        "NVIDIA A100",
+        "gfx90a",
+        "gfx942:sramecc+",
+        "RTX 30",
+        "gfx906",
+        "RTX 3060",
+    ],
 )
 def test_unknown_or_ambiguous_names_do_not_guess(name: str | None) -> None:
     assert default_catalog().get(name) is None

@@ -21,7 +21,9 @@ from ktune.tuner.strategies.base import SearchContext
 A4000 = "NVIDIA RTX A4000"
 
 
-def _group(device: str, n: int, *, same_device: bool = False, distance: float = math.inf, seed: int = 0) -> PriorGroup:
+def _group(
+    device: str, n: int, *, same_device: bool = False, distance: float = math.inf, seed: int = 0
+) -> PriorGroup:
     times = np.random.default_rng(seed).uniform(1.0, 10.0, n)
     times[::7] = math.inf  # some failures
     return PriorGroup("conv/64", device, times, same_device, True, distance)
@@ -51,7 +53,11 @@ def test_a_thinned_group_keeps_its_fastest_share_and_draws_the_rest() -> None:
 def test_the_draw_is_reproducible_with_a_seed_and_changes_with_it() -> None:
     groups = [_group("a", 800, seed=1), _group("b", 800, seed=2)]
     limit = PriorLimit(per_group=100)
-    first, again, other = choose(groups, limit, seed=5), choose(groups, limit, seed=5), choose(groups, limit, seed=6)
+    first, again, other = (
+        choose(groups, limit, seed=5),
+        choose(groups, limit, seed=5),
+        choose(groups, limit, seed=6),
+    )
     assert all((x == y).all() for x, y in zip(first, again))
     assert any(set(x.tolist()) != set(y.tolist()) for x, y in zip(first, other))
 
@@ -76,12 +82,16 @@ def big_log(db_url: str, convolution: RecordedSpace):
     tlog.close()
 
 
-def test_the_log_and_memory_paths_choose_the_same_trials(big_log: TuningLog, convolution: RecordedSpace) -> None:
+def test_the_log_and_memory_paths_choose_the_same_trials(
+    big_log: TuningLog, convolution: RecordedSpace
+) -> None:
     limit = PriorLimit(per_group=300, total=1000)
     target = (convolution.workload().key, "NVIDIA RTX A6000")
     spec = resolve("NVIDIA RTX A6000")
     everything = samples_from_log(big_log, convolution.parameters)
-    from_log = samples_from_log(big_log, convolution.parameters, limit=limit, target=target, target_spec=spec, seed=3)
+    from_log = samples_from_log(
+        big_log, convolution.parameters, limit=limit, target=target, target_spec=spec, seed=3
+    )
     in_memory = limit_samples(everything, limit, target=target, target_spec=spec, seed=3)
     assert len(from_log) == 1000
     assert [_key(s) for s in from_log] == [_key(s) for s in in_memory]
@@ -89,16 +99,22 @@ def test_the_log_and_memory_paths_choose_the_same_trials(big_log: TuningLog, con
     assert sum(s.device == A4000 for s in from_log) == 300
 
 
-def test_a_job_s_strategy_trains_on_a_bounded_prior(big_log: TuningLog, convolution: RecordedSpace) -> None:
+def test_a_job_s_strategy_trains_on_a_bounded_prior(
+    big_log: TuningLog, convolution: RecordedSpace
+) -> None:
     prior = samples_from_log(big_log, convolution.parameters)
     assert len(prior) > AutoSearch.prior_limit.total  # type: ignore[union-attr]
-    ctx = SearchContext(workload=convolution.workload(), device="NVIDIA RTX A6000", prior=tuple(prior))
+    ctx = SearchContext(
+        workload=convolution.workload(), device="NVIDIA RTX A6000", prior=tuple(prior)
+    )
     strategy = AutoSearch(convolution.space, seed=1, context=ctx)
     assert len(strategy.model.samples) == AutoSearch.prior_limit.total  # type: ignore[union-attr]
     assert len(strategy.ask(8)) == 8
 
 
-def test_trial_configs_reads_any_number_of_ids(big_log: TuningLog, convolution: RecordedSpace) -> None:
+def test_trial_configs_reads_any_number_of_ids(
+    big_log: TuningLog, convolution: RecordedSpace
+) -> None:
     workload = big_log.get_workload(convolution.workload().key)
     assert workload is not None
     outcomes = big_log.trial_outcomes(workload.id)
@@ -111,10 +127,17 @@ def test_trial_configs_reads_any_number_of_ids(big_log: TuningLog, convolution: 
 
 
 def _key(s: Sample) -> tuple[str, str, str, float | None]:
-    return (s.device, s.workload.key, ",".join(f"{k}={s.config[k]}" for k in sorted(s.config)), s.time_ms)
+    return (
+        s.device,
+        s.workload.key,
+        ",".join(f"{k}={s.config[k]}" for k in sorted(s.config)),
+        s.time_ms,
+    )
 
 
-def test_a_tuning_job_loads_a_bounded_reproducible_prior(big_log: TuningLog, convolution: RecordedSpace) -> None:
+def test_a_tuning_job_loads_a_bounded_reproducible_prior(
+    big_log: TuningLog, convolution: RecordedSpace
+) -> None:
     from ktune.tuner.budget import Budget
     from ktune.tuner.context import search_context
     from ktune.tuner.jobs import JobRequest, create_job, run_job
@@ -123,8 +146,12 @@ def test_a_tuning_job_loads_a_bounded_reproducible_prior(big_log: TuningLog, con
     source = ReplaySource.open(convolution.path)
     job = create_job(big_log, JobRequest(source, "auto", Budget(max_trials=12), seed=4))
     limit = PriorLimit(per_group=50, total=120)
-    first = search_context(big_log, job, source.space, source.workload, with_prior=True, limit=limit)
-    again = search_context(big_log, job, source.space, source.workload, with_prior=True, limit=limit)
+    first = search_context(
+        big_log, job, source.space, source.workload, with_prior=True, limit=limit
+    )
+    again = search_context(
+        big_log, job, source.space, source.workload, with_prior=True, limit=limit
+    )
     assert len(first.prior) == 120
     assert [_key(s) for s in first.prior] == [_key(s) for s in again.prior]
     assert sum(s.device == A4000 for s in first.prior) == 50  # the job's own device comes first

@@ -41,7 +41,9 @@ def stored(log: TuningLog) -> tuple[int, float, dict[str, Any]]:
     return best.trial_id, best.time_ms, best.config
 
 
-def add(log: TuningLog, workload: WorkloadRecord, device: DeviceRecord, *trials: TrialIn) -> list[int]:
+def add(
+    log: TuningLog, workload: WorkloadRecord, device: DeviceRecord, *trials: TrialIn
+) -> list[int]:
     return log.add_trials(None, workload.id, device.id, "import", list(trials))
 
 
@@ -76,11 +78,21 @@ def test_failed_trials_of_a_new_interface_change_nothing(
     assert stored(log)[0] == first
 
 
-def test_a_batch_is_read_in_order(log: TuningLog, workload: WorkloadRecord, device: DeviceRecord) -> None:
+def test_a_batch_is_read_in_order(
+    log: TuningLog, workload: WorkloadRecord, device: DeviceRecord
+) -> None:
     add(log, workload, device, t({"a": 1}, 1.0))
     # The batch switches to {a, b} and back to {a}: its last interface restarts the best, so
     # its {a} trial replaces the faster stored {a} one (the {a, b} trials came in between).
-    ids = add(log, workload, device, t({"a": 1, "b": 1}, 3.0), t({"a": 2}, 2.5), t({"a": 3}, 2.0), t({"a": 4}, 2.0))
+    ids = add(
+        log,
+        workload,
+        device,
+        t({"a": 1, "b": 1}, 3.0),
+        t({"a": 2}, 2.5),
+        t({"a": 3}, 2.0),
+        t({"a": 4}, 2.0),
+    )
     assert stored(log) == (ids[2], 2.0, {"a": 3})
     assert stored(log) == replayed(log.history(workload.id, device.id))
     # One interface throughout: the first fastest, against the stored best.
@@ -94,7 +106,9 @@ def test_jobs_follow_the_rule_and_keep_their_own_best(
     old = log.create_job(job_spec(workload, device))
     log.add_trials(old.id, workload.id, device.id, "replay", [t({"tile": 1}, 1.0)])
     new = log.create_job(job_spec(workload, device))
-    (trial_id,) = log.add_trials(new.id, workload.id, device.id, "replay", [t({"tile": 1, "vec": 4}, 3.0)])
+    (trial_id,) = log.add_trials(
+        new.id, workload.id, device.id, "replay", [t({"tile": 1, "vec": 4}, 3.0)]
+    )
     assert stored(log)[0] == trial_id
     assert log.get_job(old.id).best_time_ms == 1.0  # type: ignore[union-attr]
     assert log.get_job(new.id).best_trial_id == trial_id  # type: ignore[union-attr]
@@ -164,13 +178,23 @@ def test_the_0003_migration_recomputes_stale_bests(db_url: str) -> None:
     with engine.begin() as conn:
         command.upgrade(alembic_config(conn), "0002")
         sql = conn.exec_driver_sql
-        sql("INSERT INTO device (id, name, vendor, architecture, created_at) VALUES (1, 'A100', '', '', CURRENT_TIMESTAMP)")
+        sql(
+            "INSERT INTO device (id, name, vendor, architecture, created_at) VALUES (1, 'A100', '', '', CURRENT_TIMESTAMP)"
+        )
         for w in (1, 2):
-            sql("INSERT INTO workload (id, key, operator, shape, dtype, layout, created_at) "
-                f"VALUES ({w}, 'mm/{w}', 'mm', '[{w}]', '', '', CURRENT_TIMESTAMP)")
+            sql(
+                "INSERT INTO workload (id, key, operator, shape, dtype, layout, created_at) "
+                f"VALUES ({w}, 'mm/{w}', 'mm', '[{w}]', '', '', CURRENT_TIMESTAMP)"
+            )
         trials = [  # (id, workload, status, time, config)
             (1, 1, "ok", 1.0, '{"tile": 1}'),
-            (2, 1, "ok", 4.0, '{"tile": 1, "unroll": 2}'),  # a knob added: the old rule kept trial 1
+            (
+                2,
+                1,
+                "ok",
+                4.0,
+                '{"tile": 1, "unroll": 2}',
+            ),  # a knob added: the old rule kept trial 1
             (3, 1, "ok", 3.0, '{"tile": 2, "unroll": 2}'),
             (4, 1, "compile_error", None, '{"tile": 3}'),
             (5, 2, "ok", 2.0, '{"tile": 1}'),  # workload 2 never changed its interface
@@ -178,15 +202,22 @@ def test_the_0003_migration_recomputes_stale_bests(db_url: str) -> None:
             (7, 2, "ok", 1.0, '{"tile": 3}'),
         ]
         for id_, w, status, time_ms, config in trials:
-            sql("INSERT INTO trial (id, workload_id, device_id, backend, config, config_key, status, time_ms, times, "
+            sql(
+                "INSERT INTO trial (id, workload_id, device_id, backend, config, config_key, status, time_ms, times, "
                 "compile_ms, bench_ms, error, strategy, clock_s, toolchain, created_at) VALUES "
                 f"({id_}, {w}, 1, 'import', '{config}', 'k{id_}', '{status}', {time_ms or 'NULL'}, '[]', 0, 0, '', '', 0, "
-                "'{}', CURRENT_TIMESTAMP)")
+                "'{}', CURRENT_TIMESTAMP)"
+            )
         if conn.dialect.name == "postgresql":  # the ids above were given, not drawn
             sql("SELECT setval(pg_get_serial_sequence('trial', 'id'), 7)")
-        for w, trial_id, time_ms, config in ((1, 1, 1.0, '{"tile": 1}'), (2, 6, 1.0, '{"tile": 2}')):
-            sql("INSERT INTO best_config (workload_id, device_id, trial_id, time_ms, config, updated_at) VALUES "
-                f"({w}, 1, {trial_id}, {time_ms}, '{config}', '2020-01-01 00:00:00')")
+        for w, trial_id, time_ms, config in (
+            (1, 1, 1.0, '{"tile": 1}'),
+            (2, 6, 1.0, '{"tile": 2}'),
+        ):
+            sql(
+                "INSERT INTO best_config (workload_id, device_id, trial_id, time_ms, config, updated_at) VALUES "
+                f"({w}, 1, {trial_id}, {time_ms}, '{config}', '2020-01-01 00:00:00')"
+            )
     engine.dispose()
     with TuningLog.open(db_url) as log:  # migrates
         first, second = log.best()

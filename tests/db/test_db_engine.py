@@ -116,7 +116,9 @@ def test_sqlite_file_in_a_new_folder_is_created(tmp_path: Path) -> None:
 def test_unopenable_sqlite_file(tmp_path: Path) -> None:
     (tmp_path / "a-file").write_text("not a folder")
     url = f"sqlite:///{tmp_path}/a-file/ktune.db"
-    with pytest.raises(DatabaseError, match=r"cannot (use|connect to) sqlite:///.*a-file/ktune.db: "):
+    with pytest.raises(
+        DatabaseError, match=r"cannot (use|connect to) sqlite:///.*a-file/ktune.db: "
+    ):
         TuningLog.open(url)
 
 

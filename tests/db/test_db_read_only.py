@@ -47,7 +47,10 @@ def test_a_missing_file_is_named_and_nothing_is_created(
     ):
         with pytest.raises(DatabaseError) as info:
             TuningLog.open(url, read_only=True)
-        assert str(info.value) == f"no such tuning log: {mask_url(resolve_url(url))} (a tuning job or an import creates it)"
+        assert (
+            str(info.value)
+            == f"no such tuning log: {mask_url(resolve_url(url))} (a tuning job or an import creates it)"
+        )
     assert tree(tmp_path) == []
 
 
@@ -56,7 +59,10 @@ def test_the_default_log_is_not_created_either(
 ) -> None:
     monkeypatch.delenv("KTUNE_DATABASE_URL")
     monkeypatch.setattr("platformdirs.user_data_dir", lambda app: str(tmp_path / "data" / app))
-    with pytest.raises(DatabaseError, match=r"^no such tuning log: sqlite:///.*/data/ktune/ktune.db \(a tuning job or an import creates it\)$"):
+    with pytest.raises(
+        DatabaseError,
+        match=r"^no such tuning log: sqlite:///.*/data/ktune/ktune.db \(a tuning job or an import creates it\)$",
+    ):
         TuningLog.open(read_only=True)
     assert not (tmp_path / "data").exists()
 
@@ -137,7 +143,9 @@ def test_a_read_only_reader_sees_what_a_writer_commits_later(db_url: str) -> Non
         assert reader.best()[0].time_ms == 1.0
         workload, device = writer.get_workload(KEY), writer.get_device("A100")
         assert workload is not None and device is not None
-        writer.add_trials(None, workload.id, device.id, "import", [TrialIn({"tile": 9}, "9", "ok", time_ms=0.5)])
+        writer.add_trials(
+            None, workload.id, device.id, "import", [TrialIn({"tile": 9}, "9", "ok", time_ms=0.5)]
+        )
         assert reader.best()[0].config == {"tile": 9}
 
 
@@ -231,7 +239,13 @@ def test_writes_through_a_read_only_log_are_refused_and_write_nothing(db_url: st
             lambda: log.get_or_create_device("B"),
             lambda: log.get_or_create_workload("k2", "matmul", (2,)),
             lambda: log.create_job(spec),
-            lambda: log.add_trials(None, workload.id, device.id, "import", [TrialIn({"tile": 7}, "7", "ok", time_ms=0.1)]),
+            lambda: log.add_trials(
+                None,
+                workload.id,
+                device.id,
+                "import",
+                [TrialIn({"tile": 7}, "7", "ok", time_ms=0.1)],
+            ),
             lambda: log.create_token("ci"),
             lambda: log.claim_job("runner", 30),
         ]

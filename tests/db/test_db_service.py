@@ -27,23 +27,33 @@ from ktune.db.queries import token_t
 from tests.db.test_db_repository import job_spec, trial
 
 
-def queued(log: TuningLog, workload: WorkloadRecord, device: DeviceRecord, n: int, **overrides: Any) -> list[int]:
+def queued(
+    log: TuningLog, workload: WorkloadRecord, device: DeviceRecord, n: int, **overrides: Any
+) -> list[int]:
     return [log.create_job(job_spec(workload, device, **overrides)).id for _ in range(n)]
 
 
 # -- leases ----------------------------------------------------------------------------------
 
 
-def test_claims_go_oldest_first_and_only_once(log: TuningLog, workload: WorkloadRecord, device: DeviceRecord) -> None:
+def test_claims_go_oldest_first_and_only_once(
+    log: TuningLog, workload: WorkloadRecord, device: DeviceRecord
+) -> None:
     ids = queued(log, workload, device, 3)
     claimed = [log.claim_job(f"r{i}", 30) for i in range(4)]
     assert [j.id if j else None for j in claimed] == [*ids, None]
     first = claimed[0]
     assert first is not None and first.state == "running" and first.claimed_by == "r0"
-    assert first.lease_until is not None and first.started_at is not None and first.heartbeat_at is not None
+    assert (
+        first.lease_until is not None
+        and first.started_at is not None
+        and first.heartbeat_at is not None
+    )
 
 
-def test_claims_respect_backends(log: TuningLog, workload: WorkloadRecord, device: DeviceRecord) -> None:
+def test_claims_respect_backends(
+    log: TuningLog, workload: WorkloadRecord, device: DeviceRecord
+) -> None:
     (gpu,) = queued(log, workload, device, 1, backend="cupy")
     (replay,) = queued(log, workload, device, 1)
     job = log.claim_job("cpu-box", 30, backends=["replay"])
@@ -53,13 +63,17 @@ def test_claims_respect_backends(log: TuningLog, workload: WorkloadRecord, devic
     assert job is not None and job.id == gpu
 
 
-def test_jobs_run_by_the_cli_are_never_claimed(log: TuningLog, workload: WorkloadRecord, device: DeviceRecord) -> None:
+def test_jobs_run_by_the_cli_are_never_claimed(
+    log: TuningLog, workload: WorkloadRecord, device: DeviceRecord
+) -> None:
     cli = log.create_job(job_spec(workload, device), state="running")  # `ktune tune`: no lease
     assert cli.lease_until is None
     assert log.claim_job("runner", 30) is None
 
 
-def test_cancel_of_a_cli_job(log: TuningLog, workload: WorkloadRecord, device: DeviceRecord) -> None:
+def test_cancel_of_a_cli_job(
+    log: TuningLog, workload: WorkloadRecord, device: DeviceRecord
+) -> None:
     """A `ktune tune` process holds its job without a lease: a cancel asks it to stop (it reads
     the flag after each batch); one of a job held by nobody, or whose process died, is at once."""
     unheld = log.create_job(job_spec(workload, device), state="running")
@@ -67,7 +81,11 @@ def test_cancel_of_a_cli_job(log: TuningLog, workload: WorkloadRecord, device: D
     held = log.create_job(job_spec(workload, device), state="running")
     log.set_job_state(held.id, "running", holder="ktune-tune:host:123")
     asked = log.request_cancel(held.id)
-    assert asked.state == "running" and asked.cancel_requested and asked.claimed_by == "ktune-tune:host:123"
+    assert (
+        asked.state == "running"
+        and asked.cancel_requested
+        and asked.claimed_by == "ktune-tune:host:123"
+    )
     assert log.cancel_unheld(held.id, "ktune-tune:host:999").state == "running"  # not its holder
     gone = log.cancel_unheld(held.id, "ktune-tune:host:123")
     assert gone.state == "cancelled" and gone.claimed_by is None and gone.finished_at is not None
@@ -76,7 +94,9 @@ def test_cancel_of_a_cli_job(log: TuningLog, workload: WorkloadRecord, device: D
     assert job is not None and not job.cancel_requested
 
 
-def test_renew_and_release_only_for_the_holder(log: TuningLog, workload: WorkloadRecord, device: DeviceRecord) -> None:
+def test_renew_and_release_only_for_the_holder(
+    log: TuningLog, workload: WorkloadRecord, device: DeviceRecord
+) -> None:
     a, b = queued(log, workload, device, 2)
     log.claim_job("mine", 30)
     log.claim_job("theirs", 30)
@@ -84,10 +104,17 @@ def test_renew_and_release_only_for_the_holder(log: TuningLog, workload: Workloa
     assert log.release_job("mine", b) is False
     assert log.release_job("mine", a) is True
     job = log.get_job(a)
-    assert job is not None and job.state == "queued" and job.claimed_by is None and job.lease_until is None
+    assert (
+        job is not None
+        and job.state == "queued"
+        and job.claimed_by is None
+        and job.lease_until is None
+    )
     assert log.renew_leases("mine", [a], 60) == set()  # released: nothing to renew
     again = log.claim_job("other", 30)
-    assert again is not None and again.id == a and again.started_at == job.started_at  # first start kept
+    assert (
+        again is not None and again.id == a and again.started_at == job.started_at
+    )  # first start kept
 
 
 def test_expired_lease_is_claimable_and_fences_the_old_holder(
@@ -130,7 +157,9 @@ def test_cancel_by_state(log: TuningLog, workload: WorkloadRecord, device: Devic
 # -- trials since ----------------------------------------------------------------------------
 
 
-def test_trials_since_and_limit(log: TuningLog, workload: WorkloadRecord, device: DeviceRecord) -> None:
+def test_trials_since_and_limit(
+    log: TuningLog, workload: WorkloadRecord, device: DeviceRecord
+) -> None:
     job = log.create_job(job_spec(workload, device))
     log.add_trials(job.id, workload.id, device.id, "replay", [trial(i) for i in range(10)])
     assert [t.seq for t in log.job_trials(job.id, since=7)] == [7, 8, 9]
@@ -141,16 +170,26 @@ def test_trials_since_and_limit(log: TuningLog, workload: WorkloadRecord, device
 # -- lookup ----------------------------------------------------------------------------------
 
 
-def _tuned(log: TuningLog, shape: tuple[int, ...], device: str, time_ms: float, operator: str = "matmul") -> None:
+def _tuned(
+    log: TuningLog, shape: tuple[int, ...], device: str, time_ms: float, operator: str = "matmul"
+) -> None:
     key = f"{operator}/{'x'.join(map(str, shape))}/float32"
     w = log.get_or_create_workload(key, operator, shape, "float32")
     d = log.get_or_create_device(device)
     config = {"shape": list(shape), "device": device}
-    log.add_trials(None, w.id, d.id, "import", [TrialIn(config=config, config_key=json.dumps(config), status="ok", time_ms=time_ms)])
+    log.add_trials(
+        None,
+        w.id,
+        d.id,
+        "import",
+        [TrialIn(config=config, config_key=json.dumps(config), status="ok", time_ms=time_ms)],
+    )
 
 
 def _query(shape: tuple[int, ...], device: str) -> LookupQuery:
-    return LookupQuery(f"matmul/{'x'.join(map(str, shape))}/float32", "matmul", shape, "float32", "", device)
+    return LookupQuery(
+        f"matmul/{'x'.join(map(str, shape))}/float32", "matmul", shape, "float32", "", device
+    )
 
 
 def test_lookup_tiers(log: TuningLog) -> None:
@@ -167,23 +206,37 @@ def test_lookup_tiers(log: TuningLog) -> None:
     # Nothing of this shape on device A's rank... and no distance to tell devices apart:
     assert log.lookup(_query((256, 256), "Z")) is None
     distances = {("Z", "B"): 2.0, ("Z", "C"): 1.0}
-    similar = log.lookup(_query((256, 256), "Z"), device_distance=lambda a, b: distances.get((a, b)))
-    assert similar is not None and similar.tier == "similar_device" and similar.tuned.device_name == "C"
+    similar = log.lookup(
+        _query((256, 256), "Z"), device_distance=lambda a, b: distances.get((a, b))
+    )
+    assert (
+        similar is not None
+        and similar.tier == "similar_device"
+        and similar.tuned.device_name == "C"
+    )
     assert similar.distance == 1.0
     # Devices without a known distance are never picked.
-    only_b = log.lookup(_query((256, 256), "Z"), device_distance=lambda a, b: 5.0 if b == "B" else None)
+    only_b = log.lookup(
+        _query((256, 256), "Z"), device_distance=lambda a, b: 5.0 if b == "B" else None
+    )
     assert only_b is not None and only_b.tuned.device_name == "B"
     assert log.lookup(_query((256, 256), "Z"), device_distance=lambda a, b: None) is None
     assert log.operator_ranks("matmul") == {2} and log.operator_ranks("conv") == set()
     assert [t.workload_key for t in log.tuned_configs(operator="matmul", device="A")] == [
-        "matmul/1024x1024/float32", "matmul/4096x4096/float32"]
+        "matmul/1024x1024/float32",
+        "matmul/4096x4096/float32",
+    ]
 
 
 def test_nearest_shape_ties_go_to_the_smallest_key(log: TuningLog) -> None:
     _tuned(log, (1024, 4096), "A", 1.0)
     _tuned(log, (4096, 1024), "A", 0.5)
     hit = log.lookup(_query((2048, 2048), "A"))
-    assert hit is not None and hit.tuned.workload_key == "matmul/1024x4096/float32" and hit.distance == 2.0
+    assert (
+        hit is not None
+        and hit.tuned.workload_key == "matmul/1024x4096/float32"
+        and hit.distance == 2.0
+    )
 
 
 def test_nearest_shape_sees_shapes_tuned_since_by_another_process(db_url: str) -> None:
@@ -215,7 +268,13 @@ def test_tokens_are_stored_hashed_and_verified(log: TuningLog) -> None:
         row = conn.execute(select(token_t)).one()
     assert secret not in json.dumps([str(v) for v in row]) and len(row.digest) == 64
     assert log.verify_token(token) == record
-    for wrong in (token + "x", token[:-1] + ("a" if token[-1] != "a" else "b"), "ktune_zz_" + secret, "", secret):
+    for wrong in (
+        token + "x",
+        token[:-1] + ("a" if token[-1] != "a" else "b"),
+        "ktune_zz_" + secret,
+        "",
+        secret,
+    ):
         assert log.verify_token(wrong) is None
     _, other = log.create_token("ci")  # names need not be unique; revoking by name takes both
     assert log.revoke_token("ci") == 2
@@ -230,7 +289,9 @@ def test_tokens_are_stored_hashed_and_verified(log: TuningLog) -> None:
 
 def test_counts(log: TuningLog, workload: WorkloadRecord, device: DeviceRecord) -> None:
     job = log.create_job(job_spec(workload, device))
-    log.add_trials(job.id, workload.id, device.id, "replay", [trial(0), trial(1, status="compile_error")])
+    log.add_trials(
+        job.id, workload.id, device.id, "replay", [trial(0), trial(1, status="compile_error")]
+    )
     log.add_trials(None, workload.id, device.id, "import", [trial(5, seq=None)])
     log.create_job(job_spec(workload, device), state="done")
     assert log.job_counts() == {"queued": 1, "done": 1}
@@ -244,12 +305,18 @@ def test_a_0001_log_with_data_upgrades_to_0002(db_url: str) -> None:
     engine = make_engine(resolve_url(db_url))
     with engine.begin() as conn:
         command.upgrade(alembic_config(conn), "0001")
-        conn.exec_driver_sql("INSERT INTO device (id, name, vendor, architecture, created_at) VALUES (1, 'A100', '', '', CURRENT_TIMESTAMP)")
-        conn.exec_driver_sql("INSERT INTO workload (id, key, operator, shape, dtype, layout, created_at) "
-                             "VALUES (1, 'mm/64/-', 'mm', '[64]', '', '', CURRENT_TIMESTAMP)")
-        conn.exec_driver_sql("INSERT INTO job (id, workload_id, device_id, backend, strategy, batch_size, options, state, "
-                             "n_trials, clock_s, error, created_at) VALUES "
-                             "(1, 1, 1, 'replay', 'random', 1, '{}', 'queued', 0, 0, '', CURRENT_TIMESTAMP)")
+        conn.exec_driver_sql(
+            "INSERT INTO device (id, name, vendor, architecture, created_at) VALUES (1, 'A100', '', '', CURRENT_TIMESTAMP)"
+        )
+        conn.exec_driver_sql(
+            "INSERT INTO workload (id, key, operator, shape, dtype, layout, created_at) "
+            "VALUES (1, 'mm/64/-', 'mm', '[64]', '', '', CURRENT_TIMESTAMP)"
+        )
+        conn.exec_driver_sql(
+            "INSERT INTO job (id, workload_id, device_id, backend, strategy, batch_size, options, state, "
+            "n_trials, clock_s, error, created_at) VALUES "
+            "(1, 1, 1, 'replay', 'random', 1, '{}', 'queued', 0, 0, '', CURRENT_TIMESTAMP)"
+        )
     engine.dispose()
     with TuningLog.open(db_url) as log:
         job = log.get_job(1)

@@ -35,11 +35,13 @@ def _interpolate(value: Any) -> Any:
     """Compose's `${VAR}`, `${VAR:-default}` and `${VAR:?error}`, with no variable set but the
     required ones."""
     if isinstance(value, str):
+
         def one(match: re.Match[str]) -> str:
             name, kind, rest = match.groups()
             if kind == "?":
                 return _REQUIRED[name]
             return rest if kind == "-" else ""
+
         return _VARIABLE.sub(one, value)
     if isinstance(value, dict):
         return {k: _interpolate(v) for k, v in value.items()}
@@ -85,7 +87,9 @@ def test_every_ktune_command_parses(services: dict[str, dict[str, Any]]) -> None
             assert backend in BACKENDS, f"{name}: unknown backend {backend}"
 
 
-def test_runner_backends_are_the_ones_their_services_exist_for(services: dict[str, dict[str, Any]]) -> None:
+def test_runner_backends_are_the_ones_their_services_exist_for(
+    services: dict[str, dict[str, Any]],
+) -> None:
     def backends(name: str) -> list[str]:
         cmd = services[name]["command"]
         return [cmd[i + 1] for i, arg in enumerate(cmd) if arg == "--backend"]
@@ -108,7 +112,10 @@ def test_every_ray_command_parses(services: dict[str, dict[str, Any]]) -> None:
             _check_parses(name, scripts.cli, args)
     head = _parse(scripts.cli, ray_services["ray-head"]["command"][1:]).params
     # the runner's address and the GPU node's join address point at the head's ports
-    assert services["ray-runner"]["environment"][ADDRESS_ENV] == f"ray://ray-head:{head['ray_client_server_port']}"
+    assert (
+        services["ray-runner"]["environment"][ADDRESS_ENV]
+        == f"ray://ray-head:{head['ray_client_server_port']}"
+    )
     assert f"ray-head:{head['port']}" in ray_services["ray-gpu"]["command"]
 
 
@@ -119,7 +126,9 @@ def test_every_ktune_variable_is_one_the_service_reads(services: dict[str, dict[
         assert not unknown, f"{name} sets variables ktune does not read: {sorted(unknown)}"
 
 
-def test_the_api_settings_load(services: dict[str, dict[str, Any]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_the_api_settings_load(
+    services: dict[str, dict[str, Any]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     for var in [v for v in os.environ if v.startswith("KTUNE_")]:
         monkeypatch.delenv(var)
     for var, value in services["api"]["environment"].items():
@@ -134,7 +143,9 @@ def test_the_api_settings_load(services: dict[str, dict[str, Any]], monkeypatch:
 def test_one_image_with_the_extras_a_ray_cluster_needs(services: dict[str, dict[str, Any]]) -> None:
     dockerfile = DOCKERFILE.read_text()
     declared = set(re.findall(r"^ARG (\w+)", dockerfile, re.M))
-    optional = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    optional = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
     builds = {n: s["build"] for n, s in services.items() if "build" in s}
     assert set(builds) == set(_ktune_services(services)) | {"ray-head", "ray-gpu"}
     assert len({repr(b) for b in builds.values()}) == 1, "services build different images"

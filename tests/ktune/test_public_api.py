@@ -9,7 +9,13 @@ from ktune.db import LookupQuery, TuningLog
 
 
 def test_public_surface() -> None:
-    assert sorted(ktune.__all__) == ["Answer", "LookupInputError", "ModelChoice", "lookup", "register_model_choice"]
+    assert sorted(ktune.__all__) == [
+        "Answer",
+        "LookupInputError",
+        "ModelChoice",
+        "lookup",
+        "register_model_choice",
+    ]
     assert issubclass(ktune.LookupInputError, ValueError)
 
 
@@ -45,7 +51,9 @@ def test_a_model_choice_must_say_it_is_the_models(db_url: str) -> None:
         tlog.get_or_create_device("A100")
 
     def liar(tlog: TuningLog, query: LookupQuery) -> ktune.Answer:
-        return ktune.Answer(query, "exact", query.workload_key, query.device, {}, 1.0, None, 0.0, None)
+        return ktune.Answer(
+            query, "exact", query.workload_key, query.device, {}, 1.0, None, 0.0, None
+        )
 
     previous = ktune.register_model_choice(liar)
     try:

@@ -43,8 +43,12 @@ def compiler():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
-@pytest.mark.parametrize(("name", "shape", "dtype", "layout"), CASES, ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in CASES])
-def test_sampled_configs_compile_and_fit_the_device(compiler, arch: str, name: str, shape: str, dtype: str, layout: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "shape", "dtype", "layout"), CASES, ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in CASES]
+)
+def test_sampled_configs_compile_and_fit_the_device(
+    compiler, arch: str, name: str, shape: str, dtype: str, layout: str
+) -> None:
     op = get(name)
     workload = op.workload(shape, dtype, layout)
     limits = DeviceLimits.for_arch(arch)
@@ -54,6 +58,10 @@ def test_sampled_configs_compile_and_fit_the_device(compiler, arch: str, name: s
     infos = analyze([op.render(c, workload) for c in configs], arch, compiler=compiler)
     failed = [(c, i.error) for c, i in zip(configs, infos) if not i.ok]
     assert not failed, f"{len(failed)} allowed configs do not compile, e.g. {failed[0]}"
-    blocked = [(c, p) for c, i in zip(configs, infos) if (p := launch_problem(i, op.launch(c, workload), limits))]
+    blocked = [
+        (c, p)
+        for c, i in zip(configs, infos)
+        if (p := launch_problem(i, op.launch(c, workload), limits))
+    ]
     assert not blocked, f"allowed configs that cannot launch: {blocked[:2]}"
     assert all(i.registers > 0 for i in infos)

@@ -27,7 +27,10 @@ def vector_add(n: int = 1000) -> CustomOperator:
     rng = np.random.default_rng(0)
     a, b = rng.random(n, dtype=np.float32), rng.random(n, dtype=np.float32)
     return CustomOperator(
-        "vector_add", VECTOR_ADD, "vector_add", n,
+        "vector_add",
+        VECTOR_ADD,
+        "vector_add",
+        n,
         {"block_size_x": [32, 64, 128, 256, 2048], "tile_size_x": [1, 2, 4]},
         [np.zeros(n, np.float32), a, b, np.int32(n)],
         restrictions=["block_size_x * tile_size_x <= 512"],
@@ -60,20 +63,33 @@ def test_python_kernel_space_launch_and_reference() -> None:
     src = op.render({"block_size_x": 64, "tile_size_x": 4}, wl)
     assert "#define block_size_x 64" in src.code and "#define block_size_y 1" in src.code
     assert not src.batchable
-    assert op.tolerance(wl).check(ref + 5e-7, ref)[0] and not op.tolerance(wl).check(ref + 1e-3, ref)[0]
+    assert (
+        op.tolerance(wl).check(ref + 5e-7, ref)[0]
+        and not op.tolerance(wl).check(ref + 1e-3, ref)[0]
+    )
 
 
 def test_bad_custom_definitions_are_rejected() -> None:
     with pytest.raises(OperatorError, match="grid divisor 'tile'"):
-        CustomOperator("k", VECTOR_ADD, "k", 10, {"block_size_x": [32]}, [np.zeros(10)], grid_div_x=["tile"])
+        CustomOperator(
+            "k", VECTOR_ADD, "k", 10, {"block_size_x": [32]}, [np.zeros(10)], grid_div_x=["tile"]
+        )
     with pytest.raises(OperatorError, match="answer has 1 entries for 2"):
-        CustomOperator("k", VECTOR_ADD, "k", 10, {"block_size_x": [32]}, [np.zeros(10), np.int32(1)], answer=[None])
+        CustomOperator(
+            "k",
+            VECTOR_ADD,
+            "k",
+            10,
+            {"block_size_x": [32]},
+            [np.zeros(10), np.int32(1)],
+            answer=[None],
+        )
     with pytest.raises(OperatorError, match="problem_size"):
         CustomOperator("k", VECTOR_ADD, "k", (0, 3), {"block_size_x": [32]}, [])
 
 
 def test_t1_spec_builds_the_kernel_its_space_and_arguments() -> None:
-    source = "extern \"C\" __global__ void convolution_kernel(float* o, const float* i) {}"
+    source = 'extern "C" __global__ void convolution_kernel(float* o, const float* i) {}'
     op = CustomOperator.from_t1(RECORDED / "convolution_t1.json", source=source)
     wl = op.workload()
     assert op.kernel_name == "convolution_kernel" and op.problem_size == (4096, 4096)
@@ -81,12 +97,20 @@ def test_t1_spec_builds_the_kernel_its_space_and_arguments() -> None:
     assert len(space) > 1000
     config = space.config(0)
     launch = op.launch(config, wl)
-    assert launch.grid[0] == -(-4096 // (_int(config["block_size_x"]) * _int(config["tile_size_x"])))
-    assert launch.grid[1] == -(-4096 // (_int(config["block_size_y"]) * _int(config["tile_size_y"])))
+    assert launch.grid[0] == -(
+        -4096 // (_int(config["block_size_x"]) * _int(config["tile_size_x"]))
+    )
+    assert launch.grid[1] == -(
+        -4096 // (_int(config["block_size_y"]) * _int(config["tile_size_y"]))
+    )
     out, image = op.values
     assert out.shape == (4096 * 4096,) and image.shape == ((4096 + 15 - 1) * (4096 + 15 - 1),)
-    assert set(op.constant_memory) == {"d_filter"} and op.constant_memory["d_filter"].shape == (225,)
-    assert op.outputs == (0,) and op.reference(wl, op.arguments(wl, np.random.default_rng(0))) == [None]
+    assert set(op.constant_memory) == {"d_filter"} and op.constant_memory["d_filter"].shape == (
+        225,
+    )
+    assert op.outputs == (0,) and op.reference(wl, op.arguments(wl, np.random.default_rng(0))) == [
+        None
+    ]
 
 
 def test_t1_sizes_are_parsed_never_evaluated(tmp_path: Path) -> None:

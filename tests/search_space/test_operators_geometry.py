@@ -26,14 +26,22 @@ SMALL = [
 ]
 
 
-@pytest.mark.parametrize(("name", "shape", "dtype", "layout"), SMALL, ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in SMALL])
-def test_every_output_is_written_exactly_once(name: str, shape: str, dtype: str, layout: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "shape", "dtype", "layout"), SMALL, ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in SMALL]
+)
+def test_every_output_is_written_exactly_once(
+    name: str, shape: str, dtype: str, layout: str
+) -> None:
     op = get(name)
     workload = op.workload(shape, dtype, layout)
     space = op.space(workload, LIMITS)
     for config in space.configs(space.sample(25, np.random.default_rng(3))):
         counts = op.coverage(config, workload)
-        assert counts.min() == 1 and counts.max() == 1, (config, int(counts.min()), int(counts.max()))
+        assert counts.min() == 1 and counts.max() == 1, (
+            config,
+            int(counts.min()),
+            int(counts.max()),
+        )
 
 
 def test_split_k_partitions_the_reduction() -> None:
@@ -50,7 +58,13 @@ def test_coverage_detects_a_wrong_geometry() -> None:
     """The emulation is not vacuous: a grid one block short leaves outputs unwritten."""
     op = get("transpose")
     workload = op.workload("64x64", "float32")
-    config: Config = {"tile_size_x": 32, "block_size_x": 32, "block_size_y": 8, "padding": 1, "vector_width": 1}
+    config: Config = {
+        "tile_size_x": 32,
+        "block_size_x": 32,
+        "block_size_y": 8,
+        "padding": 1,
+        "vector_width": 1,
+    }
     assert (op.coverage(config, workload) == 1).all()
     short = op.workload("64x65", "float32")  # same config on a wider matrix: one more tile column
     counts = op.coverage(config, short)
@@ -79,7 +93,9 @@ def test_references_agree_with_numpy() -> None:
     for layout, fn in (("sum", np.sum), ("max", np.max)):
         w = red.workload("5x33", "float32", layout)
         args = red.arguments(w, rng)
-        np.testing.assert_allclose(red.reference(w, args)[0], fn(args.values[0].astype(np.float64), axis=1))
+        np.testing.assert_allclose(
+            red.reference(w, args)[0], fn(args.values[0].astype(np.float64), axis=1)
+        )
         assert args.values[1][0] == (-np.inf if layout == "max" else 0.0)
 
     sm = get("softmax")

@@ -33,7 +33,13 @@ def test_registry_lists_the_operators() -> None:
     [
         ("matmul", "64x32x16", "float16", "", "matmul/64x32x16/float16"),
         ("conv2d", "1x3x8x8x4x3x3", "float32", "", "conv2d/1x3x8x8x4x3x3x1x1x1x1/float32/NCHW"),
-        ("conv2d", "1x3x8x8x4x3x3x2x2x1x1x1x1", "float32", "NHWC", "conv2d/1x3x8x8x4x3x3x2x2x1x1/float32/NHWC_pad1x1"),
+        (
+            "conv2d",
+            "1x3x8x8x4x3x3x2x2x1x1x1x1",
+            "float32",
+            "NHWC",
+            "conv2d/1x3x8x8x4x3x3x2x2x1x1/float32/NHWC_pad1x1",
+        ),
         ("reduction", "10x20", "float32", "", "reduction/10x20/float32/sum"),
     ],
 )
@@ -54,7 +60,13 @@ def test_workload_keys_are_canonical_and_round_trip(name, shape, dtype, layout, 
         ("matmul", "8x8x8", "int8", "", "dtype 'int8' not supported"),
         ("reduction", "8x8", "float32", "mean", "layout 'mean' not supported"),
         ("conv2d", "1x3x2x2x4x3x3", "float32", "", "does not fit"),
-        ("conv2d", "1x3x8x8x4x3x3x1x1x1x1x1x1", "float32", "NCHW_pad1x1", "both in the shape and in the layout"),
+        (
+            "conv2d",
+            "1x3x8x8x4x3x3x1x1x1x1x1x1",
+            "float32",
+            "NCHW_pad1x1",
+            "both in the shape and in the layout",
+        ),
     ],
 )
 def test_bad_workloads_are_one_line_errors(name, shape, dtype, layout, message) -> None:
@@ -73,9 +85,13 @@ def test_every_config_respects_the_device_limits(name, shape, dtype, layout) -> 
         launch = op.launch(config, wl)
         assert 32 <= launch.threads_per_block <= A100.max_threads_per_block
         assert launch.shared_mem <= A100.shared_mem_per_block_optin
-        assert all(g >= 1 for g in launch.grid) and launch.grid[1] <= 65535 and launch.grid[2] <= 65535
+        assert (
+            all(g >= 1 for g in launch.grid) and launch.grid[1] <= 65535 and launch.grid[2] <= 65535
+        )
         features = op.derived_features(config, wl)
-        assert features and all(isinstance(v, float) and math.isfinite(v) for v in features.values())
+        assert features and all(
+            isinstance(v, float) and math.isfinite(v) for v in features.values()
+        )
 
 
 def test_smaller_devices_get_smaller_spaces() -> None:
@@ -101,9 +117,15 @@ def test_vector_widths_follow_the_alignment_of_odd_sizes() -> None:
 
 def test_limits_adapt_device_specs_in_kib_and_in_bytes() -> None:
     catalog_like = {
-        "name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0", "max_threads_per_block": 1024,
-        "shared_memory_per_block_kib": 48, "shared_memory_per_block_optin_kib": 227,
-        "registers_per_block": 65536, "warp_size": 32, "sm_count": 132, "l2_cache_kib": 51200,
+        "name": "NVIDIA H100 80GB HBM3",
+        "compute_capability": "9.0",
+        "max_threads_per_block": 1024,
+        "shared_memory_per_block_kib": 48,
+        "shared_memory_per_block_optin_kib": 227,
+        "registers_per_block": 65536,
+        "warp_size": 32,
+        "sm_count": 132,
+        "l2_cache_kib": 51200,
     }
     limits = DeviceLimits.from_spec(catalog_like)
     assert limits.arch == "sm_90" and limits.shared_mem_per_block_optin == 227 * 1024
@@ -120,7 +142,9 @@ def test_limits_adapt_device_specs_in_kib_and_in_bytes() -> None:
 
 
 @pytest.mark.parametrize(("name", "shape", "dtype", "layout"), WORKLOADS)
-def test_rendered_sources_carry_the_config_and_define_nothing_else(name, shape, dtype, layout) -> None:
+def test_rendered_sources_carry_the_config_and_define_nothing_else(
+    name, shape, dtype, layout
+) -> None:
     op = get(name)
     wl = op.workload(shape, dtype, layout)
     space = op.space(wl, A100)
@@ -132,7 +156,9 @@ def test_rendered_sources_carry_the_config_and_define_nothing_else(name, shape, 
         if isinstance(value, int):
             assert re.search(rf"^#define {key} {value}$", src.code, re.MULTILINE), key
     batched = src.renamed("k7", "ns7")
-    assert "#define KERNEL_NAME k7" in batched and batched.rstrip().endswith("#undef " + list(src.defines)[-1])
+    assert "#define KERNEL_NAME k7" in batched and batched.rstrip().endswith(
+        "#undef " + list(src.defines)[-1]
+    )
 
 
 def test_flop_and_byte_counts() -> None:

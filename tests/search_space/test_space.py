@@ -409,7 +409,9 @@ def test_indices_of_positions_round_trips_and_rejects_outside_rows() -> None:
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
 def test_a_parameter_refuses_non_finite_values(bad):
     """Every reader of spaces (T1, Kernel Tuner caches, the REST API) relies on this one check."""
-    with pytest.raises(ParameterError, match=f"parameter 'a': value {bad!r} is not a finite number"):
+    with pytest.raises(
+        ParameterError, match=f"parameter 'a': value {bad!r} is not a finite number"
+    ):
         P("a", [1.5, bad])
     with pytest.raises(SpaceError):
         SearchSpace.from_dict({"parameters": [{"name": "a", "values": [1.0, bad]}]})

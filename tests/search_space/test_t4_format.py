@@ -21,7 +21,12 @@ from tests.search_space.conftest import RECORDED
 
 DEVICE = "NVIDIA RTX A4000"
 SPEC = RECORDED / "convolution_t1.json"
-INVALIDITY = {"ok": "correct", "compile_error": "compile", "runtime_error": "runtime", "invalid": "constraints"}
+INVALIDITY = {
+    "ok": "correct",
+    "compile_error": "compile",
+    "runtime_error": "runtime",
+    "invalid": "constraints",
+}
 
 
 @pytest.fixture(scope="module")
@@ -34,18 +39,36 @@ def doc(cache: RecordedSpace) -> dict[str, Any]:
     return t4_document(cache)
 
 
-def t4_document(rec: RecordedSpace, ms_per_unit: float = 1.0, unit: str = "miliseconds") -> dict[str, Any]:
+def t4_document(
+    rec: RecordedSpace, ms_per_unit: float = 1.0, unit: str = "miliseconds"
+) -> dict[str, Any]:
     """The T4 document Kernel Tuner's ``store_output_file`` writes for these measurements."""
     results = []
     for r in rec.records.values():
-        value: Any = r.time_ms / ms_per_unit if r.status == "ok" and r.time_ms is not None else "RuntimeFailedConfig"
-        times: dict[str, Any] = {"compilation": r.compile_ms / ms_per_unit, "framework": r.framework_ms / ms_per_unit,
-                                 "search_algorithm": 0, "validation": 0}
+        value: Any = (
+            r.time_ms / ms_per_unit
+            if r.status == "ok" and r.time_ms is not None
+            else "RuntimeFailedConfig"
+        )
+        times: dict[str, Any] = {
+            "compilation": r.compile_ms / ms_per_unit,
+            "framework": r.framework_ms / ms_per_unit,
+            "search_algorithm": 0,
+            "validation": 0,
+        }
         if r.status == "ok":
             times["runtimes"] = [t / ms_per_unit for t in r.times_ms]
-        results.append({"timestamp": "2023-12-22 09:54:05+00:00", "configuration": dict(r.config), "times": times,
-                        "invalidity": INVALIDITY[r.status], "correctness": int(r.status == "ok"),
-                        "measurements": [{"name": "time", "value": value, "unit": ""}], "objectives": ["time"]})
+        results.append(
+            {
+                "timestamp": "2023-12-22 09:54:05+00:00",
+                "configuration": dict(r.config),
+                "times": times,
+                "invalidity": INVALIDITY[r.status],
+                "correctness": int(r.status == "ok"),
+                "measurements": [{"name": "time", "value": value, "unit": ""}],
+                "objectives": ["time"],
+            }
+        )
     return {"metadata": {"timeunit": unit}, "schema_version": "1.0.0", "results": results}
 
 
@@ -54,30 +77,56 @@ def write(path: Path, doc: Any) -> Path:
     return path
 
 
-def test_t4_results_read_as_the_cache_of_the_same_measurements(tmp_path: Path, cache: RecordedSpace) -> None:
+def test_t4_results_read_as_the_cache_of_the_same_measurements(
+    tmp_path: Path, cache: RecordedSpace
+) -> None:
     rec = load_t4(write(tmp_path / "a4000_T4.json.gz", t4_document(cache)), load_t1(SPEC), DEVICE)
     assert rec.device_name == DEVICE and rec.workload().key == cache.workload().key
     assert rec.records.keys() == cache.records.keys()
     for key, want in cache.records.items():
         got = rec.records[key]
-        assert (got.config, got.status, got.time_ms, got.times_ms) == (want.config, want.status, want.time_ms, want.times_ms)
-        assert got.compile_ms == pytest.approx(want.compile_ms) and got.framework_ms == pytest.approx(want.framework_ms)
-        assert got.bench_ms == pytest.approx(sum(want.times_ms))  # T4 keeps the runs, not the benchmark's wall time
-    assert rec.space.to_dict()["parameters"][0]["values"] == cache.space.to_dict()["parameters"][0]["values"]
-    assert len(rec.space) == len(cache.space) and rec.optimum is not None and cache.optimum is not None
+        assert (got.config, got.status, got.time_ms, got.times_ms) == (
+            want.config,
+            want.status,
+            want.time_ms,
+            want.times_ms,
+        )
+        assert got.compile_ms == pytest.approx(
+            want.compile_ms
+        ) and got.framework_ms == pytest.approx(want.framework_ms)
+        assert got.bench_ms == pytest.approx(
+            sum(want.times_ms)
+        )  # T4 keeps the runs, not the benchmark's wall time
+    assert (
+        rec.space.to_dict()["parameters"][0]["values"]
+        == cache.space.to_dict()["parameters"][0]["values"]
+    )
+    assert (
+        len(rec.space) == len(cache.space) and rec.optimum is not None and cache.optimum is not None
+    )
     assert rec.optimum.key == cache.optimum.key
-    assert is_t4_file(tmp_path / "a4000_T4.json.gz") and not is_t4_file(RECORDED / "convolution_A4000.json.gz")
+    assert is_t4_file(tmp_path / "a4000_T4.json.gz") and not is_t4_file(
+        RECORDED / "convolution_A4000.json.gz"
+    )
 
 
-@pytest.mark.parametrize(("unit", "ms_per_unit"), [("seconds", 1e3), ("microseconds", 1e-3), ("ms", 1.0)])
-def test_times_are_read_in_the_files_unit(tmp_path: Path, cache: RecordedSpace, unit: str, ms_per_unit: float) -> None:
-    rec = load_t4(write(tmp_path / "t4.json.gz", t4_document(cache, ms_per_unit, unit)), load_t1(SPEC), DEVICE)
+@pytest.mark.parametrize(
+    ("unit", "ms_per_unit"), [("seconds", 1e3), ("microseconds", 1e-3), ("ms", 1.0)]
+)
+def test_times_are_read_in_the_files_unit(
+    tmp_path: Path, cache: RecordedSpace, unit: str, ms_per_unit: float
+) -> None:
+    rec = load_t4(
+        write(tmp_path / "t4.json.gz", t4_document(cache, ms_per_unit, unit)), load_t1(SPEC), DEVICE
+    )
     assert rec.optimum is not None and cache.optimum is not None
     assert rec.optimum.time_ms == pytest.approx(cache.optimum.time_ms)
     assert rec.optimum.compile_ms == pytest.approx(cache.optimum.compile_ms)
 
 
-def test_imported_t4_joins_the_workload_and_is_imported_once_per_gpu(tmp_path: Path, cache: RecordedSpace) -> None:
+def test_imported_t4_joins_the_workload_and_is_imported_once_per_gpu(
+    tmp_path: Path, cache: RecordedSpace
+) -> None:
     path = write(tmp_path / "t4.json.gz", t4_document(cache))
     spec = load_t1(SPEC)
     with TuningLog.open(f"sqlite:///{tmp_path / 'log.db'}") as tlog:
@@ -87,7 +136,12 @@ def test_imported_t4_joins_the_workload_and_is_imported_once_per_gpu(tmp_path: P
         kt = import_recording(tlog, cache)
         trials = {t.config_key: (t.status, t.time_ms) for t in tlog.job_trials(first.job.id)}
         assert trials == {t.config_key: (t.status, t.time_ms) for t in tlog.job_trials(kt.job.id)}
-    assert (first.n_records, first.n_ok, again.already, again.job.id) == (len(cache.records), kt.n_ok, True, first.job.id)
+    assert (first.n_records, first.n_ok, again.already, again.job.id) == (
+        len(cache.records),
+        kt.n_ok,
+        True,
+        first.job.id,
+    )
     assert not other.already and other.job.device_name == "NVIDIA RTX A6000"
     assert first.job.workload_key == kt.job.workload_key
 
@@ -118,7 +172,10 @@ def _edit(doc: dict[str, Any], change: str) -> Any:
     elif change == "empty":
         doc["results"] = []
     elif change == "constraints":
-        ok["configuration"]["block_size_x"], ok["configuration"]["block_size_y"] = 256, 16  # 4096 threads
+        ok["configuration"]["block_size_x"], ok["configuration"]["block_size_y"] = (
+            256,
+            16,
+        )  # 4096 threads
     elif change == "cache":
         return json.loads(gzip.decompress((RECORDED / "convolution_A4000.json.gz").read_bytes()))
     return doc
@@ -142,7 +199,9 @@ def _edit(doc: dict[str, Any], change: str) -> Any:
         ("cache", "not a T4 results file"),
     ],
 )
-def test_bad_t4_files_are_one_line_errors(tmp_path: Path, doc: dict[str, Any], change: str, message: str) -> None:
+def test_bad_t4_files_are_one_line_errors(
+    tmp_path: Path, doc: dict[str, Any], change: str, message: str
+) -> None:
     path = write(tmp_path / "bad_T4.json.gz", _edit(doc, change))
     with pytest.raises(FormatError) as info:
         load_t4(path, load_t1(SPEC), DEVICE)
@@ -162,17 +221,37 @@ def test_ktune_import_of_t4_needs_its_spec_and_gpu(
         return code, got.out, got.err
 
     cases = [
-        (["import", path], "T4 results name neither their space nor their GPU: give --spec T1.json and --device NAME"),
-        (["import", path, "--spec", str(SPEC)], "a T4 results file needs both --spec T1.json and --device NAME"),
-        (["import", str(RECORDED / "convolution_A4000.json.gz"), "--spec", str(SPEC), "-d", DEVICE],
-         "--spec is for T4 results files"),
+        (
+            ["import", path],
+            "T4 results name neither their space nor their GPU: give --spec T1.json and --device NAME",
+        ),
+        (
+            ["import", path, "--spec", str(SPEC)],
+            "a T4 results file needs both --spec T1.json and --device NAME",
+        ),
+        (
+            [
+                "import",
+                str(RECORDED / "convolution_A4000.json.gz"),
+                "--spec",
+                str(SPEC),
+                "-d",
+                DEVICE,
+            ],
+            "--spec is for T4 results files",
+        ),
         (["import", path, "--spec", str(SPEC), "-d", " "], "--device must not be empty"),
-        (["import", path, "--spec", str(RECORDED / "dedispersion_t1.json"), "-d", DEVICE], "is not a parameter of the T1 spec"),
+        (
+            ["import", path, "--spec", str(RECORDED / "dedispersion_t1.json"), "-d", DEVICE],
+            "is not a parameter of the T1 spec",
+        ),
     ]
     for args, message in cases:
         code, _, err = ktune(*args, *db)
         assert code == 2 and err.count("\n") == 1 and message in err, (args, err)
-    assert not (tmp_path / "log.db").exists() or "import" not in ktune("jobs", *db)[1]  # nothing was written
+    assert (
+        not (tmp_path / "log.db").exists() or "import" not in ktune("jobs", *db)[1]
+    )  # nothing was written
     code, out, _ = ktune("import", path, "--spec", str(SPEC), "--device", DEVICE, *db)
     assert code == 0 and f"imported {len(cache.records)} records" in out and DEVICE in out
     code, out, _ = ktune("best", "-w", cache.workload().key, "-d", DEVICE, "--format", "json", *db)
@@ -187,7 +266,23 @@ def test_export_as_t4_round_trips_and_meets_the_t4_schema(
     db = ["--db", f"sqlite:///{tmp_path / 'log.db'}"]
     assert main(["import", str(RECORDED / "convolution_A4000.json.gz"), *db]) == 0
     out = tmp_path / "out" / "a4000_T4.json.gz"
-    assert main(["export", "-w", cache.workload().key, "-d", DEVICE, "-o", str(out), "--format", "t4", *db]) == 0
+    assert (
+        main(
+            [
+                "export",
+                "-w",
+                cache.workload().key,
+                "-d",
+                DEVICE,
+                "-o",
+                str(out),
+                "--format",
+                "t4",
+                *db,
+            ]
+        )
+        == 0
+    )
     assert f"wrote {len(cache.records)} records" in capsys.readouterr().out
     rec = load_t4(out, load_t1(SPEC), DEVICE)
     assert {k: (r.status, r.time_ms, r.times_ms, r.compile_ms) for k, r in rec.records.items()} == {
@@ -197,8 +292,12 @@ def test_export_as_t4_round_trips_and_meets_the_t4_schema(
     spec = importlib.util.find_spec("kernel_tuner")
     if spec is None or not spec.submodule_search_locations:
         pytest.skip("Kernel Tuner (the bench extra) ships the T4 schema")
-    schema = Path(spec.submodule_search_locations[0]) / "schema" / "T4" / "1.0.0" / "results-schema.json"
-    jsonschema.validate(json.loads(gzip.decompress(out.read_bytes())), json.loads(schema.read_text()))
+    schema = (
+        Path(spec.submodule_search_locations[0]) / "schema" / "T4" / "1.0.0" / "results-schema.json"
+    )
+    jsonschema.validate(
+        json.loads(gzip.decompress(out.read_bytes())), json.loads(schema.read_text())
+    )
 
 
 def test_timeouts_and_wrong_results_survive_a_t4_round_trip(tmp_path: Path) -> None:
@@ -213,10 +312,22 @@ def test_timeouts_and_wrong_results_survive_a_t4_round_trip(tmp_path: Path) -> N
         def __init__(self, config: dict[str, Any], status: str) -> None:
             self.config, self.status = config, status
             self.time_ms = 2.5 if status == "ok" else None
-            self.times_ms, self.compile_ms, self.bench_ms, self.framework_ms = (2.5,), 10.0, 3.0, 0.0
+            self.times_ms, self.compile_ms, self.bench_ms, self.framework_ms = (
+                (2.5,),
+                10.0,
+                3.0,
+                0.0,
+            )
 
     path = tmp_path / "t4.json"
-    assert write_t4(path, parameters=spec.space.parameters, records=[Row(c, s) for c, s in zip(configs, statuses)]) == 4
+    assert (
+        write_t4(
+            path,
+            parameters=spec.space.parameters,
+            records=[Row(c, s) for c, s in zip(configs, statuses)],
+        )
+        == 4
+    )
     rec = load_t4(path, spec, DEVICE)
     assert [r.status for r in rec.records.values()] == statuses
 
@@ -228,13 +339,21 @@ def test_a_cache_that_names_no_gpu_is_imported_under_the_name_given(
     of the Benchmark Hub); --device names the GPU, so its trials serve transfer and lookups."""
     from tests.recordings import kt_cache, write_kt_cache
 
-    cache_file = write_kt_cache(tmp_path / "mi250x.json", kt_cache({"block_size_x": [32, 64]}, lambda c: c["block_size_x"] / 32, device=""))
+    cache_file = write_kt_cache(
+        tmp_path / "mi250x.json",
+        kt_cache({"block_size_x": [32, 64]}, lambda c: c["block_size_x"] / 32, device=""),
+    )
     db = ["--db", f"sqlite:///{tmp_path / 'log.db'}"]
     assert main(["import", str(cache_file), *db]) == 0
     assert "on unknown GPU (recording" in capsys.readouterr().out
     assert main(["import", str(cache_file), "--device", "AMD Instinct MI250X", *db]) == 0
-    assert "on AMD Instinct MI250X as job 2" in capsys.readouterr().out  # another recording: named otherwise
+    assert (
+        "on AMD Instinct MI250X as job 2" in capsys.readouterr().out
+    )  # another recording: named otherwise
     assert main(["import", str(cache_file), "--device", "AMD Instinct MI250X", *db]) == 0
     assert "already in the log as job 2" in capsys.readouterr().out
-    assert main(["best", "-w", "kern/100/-", "-d", "AMD Instinct MI250X", "--format", "json", *db]) == 0
+    assert (
+        main(["best", "-w", "kern/100/-", "-d", "AMD Instinct MI250X", "--format", "json", *db])
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["config"] == {"block_size_x": 32}

@@ -60,7 +60,12 @@ def tlog(db_url: str) -> Iterator[TuningLog]:
 
 
 def job_body(**overrides: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {"space": CONV, "strategy": "random", "seed": 1, "budget": {"trials": 20}}
+    body: dict[str, Any] = {
+        "space": CONV,
+        "strategy": "random",
+        "seed": 1,
+        "budget": {"trials": 20},
+    }
     body.update(overrides)
     return body
 

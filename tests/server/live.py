@@ -33,8 +33,23 @@ class Server:
             "PYTHONUNBUFFERED": "1",
         }
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "ktune.cli.app", "serve", "--port", "0", "--db", db_url, "--log-level", "warning"],
-            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=self._stderr, text=True,
+            [
+                sys.executable,
+                "-m",
+                "ktune.cli.app",
+                "serve",
+                "--port",
+                "0",
+                "--db",
+                db_url,
+                "--log-level",
+                "warning",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            text=True,
         )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()

@@ -13,8 +13,12 @@ from tests.server.conftest import AUTH, TOKEN, job_body, make_client
 
 
 def test_writes_without_a_valid_token_are_refused(idle_client: TestClient, tlog: TuningLog) -> None:
-    for headers in ({}, {"Authorization": "Bearer wrong-token-0123456789"}, {"Authorization": TOKEN},
-                    {"Authorization": f"Basic {TOKEN}"}):
+    for headers in (
+        {},
+        {"Authorization": "Bearer wrong-token-0123456789"},
+        {"Authorization": TOKEN},
+        {"Authorization": f"Basic {TOKEN}"},
+    ):
         response = idle_client.post("/v1/jobs", json=job_body(), headers=headers)
         assert response.status_code == 401, headers
         assert response.headers["www-authenticate"] == "Bearer"
@@ -24,7 +28,9 @@ def test_writes_without_a_valid_token_are_refused(idle_client: TestClient, tlog:
     assert tlog.list_jobs() == []
 
 
-def test_configured_and_stored_tokens_are_accepted_until_revoked(idle_client: TestClient, tlog: TuningLog) -> None:
+def test_configured_and_stored_tokens_are_accepted_until_revoked(
+    idle_client: TestClient, tlog: TuningLog
+) -> None:
     assert idle_client.post("/v1/jobs", json=job_body(), headers=AUTH).status_code == 201
     record, token = tlog.create_token("ci")
     assert token.startswith(f"ktune_{record.token_id}_")
@@ -32,19 +38,37 @@ def test_configured_and_stored_tokens_are_accepted_until_revoked(idle_client: Te
     assert idle_client.post("/v1/jobs", json=job_body(), headers=stored).status_code == 201
     # A token of the right shape with a wrong secret, or another id, is refused.
     forged = token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB")
-    assert idle_client.post("/v1/jobs", json=job_body(), headers={"Authorization": f"Bearer {forged}"}).status_code == 401
+    assert (
+        idle_client.post(
+            "/v1/jobs", json=job_body(), headers={"Authorization": f"Bearer {forged}"}
+        ).status_code
+        == 401
+    )
     assert tlog.revoke_token("ci") == 1
     assert idle_client.post("/v1/jobs", json=job_body(), headers=stored).status_code == 401
 
 
 def test_reads_are_open_by_default(idle_client: TestClient) -> None:
-    for path in ("/v1/jobs", "/v1/devices", "/v1/spaces", "/v1/strategies", "/v1/metrics", "/v1/healthz"):
+    for path in (
+        "/v1/jobs",
+        "/v1/devices",
+        "/v1/spaces",
+        "/v1/strategies",
+        "/v1/metrics",
+        "/v1/healthz",
+    ):
         assert idle_client.get(path).status_code == 200, path
 
 
 def test_reads_can_require_a_token(db_url: str) -> None:
     for client in make_client(db_url, reads_need_token=True, runner_concurrency=0):
-        for path in ("/v1/jobs", "/v1/devices", "/v1/spaces", "/v1/metrics", "/v1/best?operator=x&shape=1&device=y"):
+        for path in (
+            "/v1/jobs",
+            "/v1/devices",
+            "/v1/spaces",
+            "/v1/metrics",
+            "/v1/best?operator=x&shape=1&device=y",
+        ):
             assert client.get(path).status_code == 401, path
             assert client.get(path, headers=AUTH).status_code != 401, path
         # Probes and the dashboard's files stay open; the page asks for a token itself.
@@ -77,4 +101,7 @@ def test_weak_configured_tokens_fail_at_start_without_echoing_them(db_url: str) 
         with pytest.raises(SettingsError) as info:
             Settings.load(database_url=db_url, api_tokens=weak)
         assert "KTUNE_API_TOKENS" in str(info.value) and weak not in str(info.value)
-    assert Settings.load(api_tokens=f"{TOKEN}, {TOKEN[::-1]}").token_values() == (TOKEN, TOKEN[::-1])
+    assert Settings.load(api_tokens=f"{TOKEN}, {TOKEN[::-1]}").token_values() == (
+        TOKEN,
+        TOKEN[::-1],
+    )

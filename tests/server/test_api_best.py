@@ -21,19 +21,38 @@ from ktune.tuner.sources import bundled_recordings
 A100 = "NVIDIA A100-PCIE-40GB"
 
 
-def add_best(tlog: TuningLog, shape: tuple[int, ...], time_ms: float, device: str = A100, dtype: str = "float32") -> dict[str, Any]:
+def add_best(
+    tlog: TuningLog,
+    shape: tuple[int, ...],
+    time_ms: float,
+    device: str = A100,
+    dtype: str = "float32",
+) -> dict[str, Any]:
     """A tuned matmul of ``shape`` on ``device`` whose config names its shape."""
     wl = Workload("matmul", shape, dtype)
     w = tlog.get_or_create_workload(wl.key, wl.operator, wl.shape, wl.dtype)
     d = tlog.get_or_create_device(device)
     config = {"tile": shape[0] // 32, "shape": "x".join(map(str, shape))}
-    tlog.add_trials(None, w.id, d.id, "import", [TrialIn(config=config, config_key=json.dumps(config), status="ok", time_ms=time_ms)])
+    tlog.add_trials(
+        None,
+        w.id,
+        d.id,
+        "import",
+        [TrialIn(config=config, config_key=json.dumps(config), status="ok", time_ms=time_ms)],
+    )
     return config
 
 
 @pytest.fixture
 def tuned(tlog: TuningLog) -> dict[tuple[int, ...], dict[str, Any]]:
-    return {s: add_best(tlog, s, t) for s, t in [((1024, 1024, 1024), 0.5), ((4096, 4096, 4096), 20.0), ((1024, 4096, 1024), 2.0)]}
+    return {
+        s: add_best(tlog, s, t)
+        for s, t in [
+            ((1024, 1024, 1024), 0.5),
+            ((4096, 4096, 4096), 20.0),
+            ((1024, 4096, 1024), 2.0),
+        ]
+    }
 
 
 class _Question(TypedDict, total=False):
@@ -49,15 +68,21 @@ def _best(client: TestClient, **params: Any) -> Any:
     return client.get("/v1/best", params=params)
 
 
-def test_exact_answer(idle_client: TestClient, tuned: dict[tuple[int, ...], dict[str, Any]]) -> None:
-    answer = _best(idle_client, operator="matmul", shape="4096x4096x4096", dtype="float32", device=A100).json()
+def test_exact_answer(
+    idle_client: TestClient, tuned: dict[tuple[int, ...], dict[str, Any]]
+) -> None:
+    answer = _best(
+        idle_client, operator="matmul", shape="4096x4096x4096", dtype="float32", device=A100
+    ).json()
     assert answer["tier"] == "exact" and answer["distance"] == 0.0
     assert answer["config"] == tuned[(4096, 4096, 4096)] and answer["time_ms"] == 20.0
     assert answer["job"] is None and answer["trial"] is None  # recorded outside any job
     by_key = _best(idle_client, workload="matmul/4096x4096x4096/float32", device=A100).json()
     assert by_key == answer
     # times are written as everywhere else in the API: ISO 8601, UTC, with a Z
-    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", answer["updated_at"]), answer["updated_at"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", answer["updated_at"]), answer[
+        "updated_at"
+    ]
 
 
 def test_an_answer_says_while_its_shape_is_still_being_tuned(
@@ -72,26 +97,53 @@ def test_an_answer_says_while_its_shape_is_still_being_tuned(
     job = tlog.create_job(JobSpec(w.id, d.id, "replay", "random", 0, 8, 10, None, None))
     answer = _best(idle_client, **question).json()
     assert answer["tier"] == "exact" and answer["tuning"] is True
-    near = _best(idle_client, operator="matmul", shape="3000x3000x3000", dtype="float32", device=A100).json()
-    assert near["workload"] == "matmul/4096x4096x4096/float32" and near["tuning"] is True  # its source shape is being tuned
-    assert _best(idle_client, operator="matmul", shape="1024x1024x1024", dtype="float32", device=A100).json()["tuning"] is False
+    near = _best(
+        idle_client, operator="matmul", shape="3000x3000x3000", dtype="float32", device=A100
+    ).json()
+    assert (
+        near["workload"] == "matmul/4096x4096x4096/float32" and near["tuning"] is True
+    )  # its source shape is being tuned
+    assert (
+        _best(
+            idle_client, operator="matmul", shape="1024x1024x1024", dtype="float32", device=A100
+        ).json()["tuning"]
+        is False
+    )
     tlog.set_job_state(job.id, "cancelled")
     assert _best(idle_client, **question).json()["tuning"] is False
 
 
-def test_nearest_tuned_shape_on_the_same_device(idle_client: TestClient, tuned: dict[tuple[int, ...], dict[str, Any]]) -> None:
-    near_big = _best(idle_client, operator="matmul", shape="3000x3000x3000", dtype="float32", device=A100).json()
-    assert near_big["tier"] == "nearest_shape" and near_big["workload"] == "matmul/4096x4096x4096/float32"
+def test_nearest_tuned_shape_on_the_same_device(
+    idle_client: TestClient, tuned: dict[tuple[int, ...], dict[str, Any]]
+) -> None:
+    near_big = _best(
+        idle_client, operator="matmul", shape="3000x3000x3000", dtype="float32", device=A100
+    ).json()
+    assert (
+        near_big["tier"] == "nearest_shape"
+        and near_big["workload"] == "matmul/4096x4096x4096/float32"
+    )
     assert near_big["distance"] == pytest.approx(3 * np.log2(4096 / 3000))
     assert near_big["query"]["workload"] == "matmul/3000x3000x3000/float32"
     # 2048^3 is 3 doublings from each tuned shape: the tie goes to the smallest workload key.
-    tie = _best(idle_client, operator="matmul", shape="2048,2048,2048", dtype="float32", device=A100).json()
+    tie = _best(
+        idle_client, operator="matmul", shape="2048,2048,2048", dtype="float32", device=A100
+    ).json()
     assert tie["workload"] == "matmul/1024x1024x1024/float32" and tie["distance"] == 3.0
     # Exact answers only: none for an untuned shape.
-    exact_only = _best(idle_client, operator="matmul", shape="3000x3000x3000", dtype="float32", device=A100, fallback="false")
+    exact_only = _best(
+        idle_client,
+        operator="matmul",
+        shape="3000x3000x3000",
+        dtype="float32",
+        device=A100,
+        fallback="false",
+    )
     assert exact_only.status_code == 404 and "exact answers only" in exact_only.json()["detail"]
     # Another dtype is another workload family: nothing near, nothing else: 404.
-    other = _best(idle_client, operator="matmul", shape="1024x1024x1024", dtype="float16", device=A100)
+    other = _best(
+        idle_client, operator="matmul", shape="1024x1024x1024", dtype="float16", device=A100
+    )
     assert other.status_code == 404
 
 
@@ -102,10 +154,14 @@ def catalog() -> Iterator[Any]:
     by_name = getattr(devices, "lookup", None) or devices.resolve
     if by_name("NVIDIA RTX A4000") is None or by_name("NVIDIA GeForce RTX 3090") is None:
         pytest.skip("the device catalog does not know the RTX A4000 and RTX 3090")
-    yield lambda a, b: float(np.linalg.norm(embedding.embed(by_name(a)) - embedding.embed(by_name(b))))
+    yield lambda a, b: float(
+        np.linalg.norm(embedding.embed(by_name(a)) - embedding.embed(by_name(b)))
+    )
 
 
-def test_same_workload_on_the_most_similar_device(idle_client: TestClient, tlog: TuningLog, catalog: Any) -> None:
+def test_same_workload_on_the_most_similar_device(
+    idle_client: TestClient, tlog: TuningLog, catalog: Any
+) -> None:
     rec = load_cache(bundled_recordings()["pnpoly_RTX_3090"])
     import_recording(tlog, rec)
     key = rec.workload().key
@@ -129,48 +185,112 @@ def test_new_device_and_new_shape_get_the_nearest_shape_of_the_most_similar_devi
     assert catalog(sxm, A100) < catalog(sxm, "NVIDIA GeForce RTX 3090")
     previous = ktune.register_model_choice(None)
     try:
-        answer = _best(idle_client, operator="matmul", shape="3000x3000x3000", dtype="float32", device=sxm).json()
+        answer = _best(
+            idle_client, operator="matmul", shape="3000x3000x3000", dtype="float32", device=sxm
+        ).json()
     finally:
         ktune.register_model_choice(previous)
     assert answer["tier"] == "similar_device_nearest_shape" and answer["device"] == A100
-    assert answer["workload"] == "matmul/4096x4096x4096/float32" and answer["config"] == tuned[(4096, 4096, 4096)]
+    assert (
+        answer["workload"] == "matmul/4096x4096x4096/float32"
+        and answer["config"] == tuned[(4096, 4096, 4096)]
+    )
     assert answer["distance"] == pytest.approx(catalog(sxm, A100))
-    assert answer["query"] == {"workload": "matmul/3000x3000x3000/float32", "operator": "matmul",
-                               "shape": [3000, 3000, 3000], "dtype": "float32", "layout": "", "device": sxm}
+    assert answer["query"] == {
+        "workload": "matmul/3000x3000x3000/float32",
+        "operator": "matmul",
+        "shape": [3000, 3000, 3000],
+        "dtype": "float32",
+        "layout": "",
+        "device": sxm,
+    }
     # the very workload measured on another device still comes first, however far that device
-    same = _best(idle_client, operator="matmul", shape="2048x2048x2048", dtype="float32", device=sxm).json()
+    same = _best(
+        idle_client, operator="matmul", shape="2048x2048x2048", dtype="float32", device=sxm
+    ).json()
     assert same["tier"] == "similar_device" and same["device"] == "NVIDIA GeForce RTX 3090"
     # another rank or another dtype is not the same family: nothing measured answers
-    assert _best(idle_client, operator="matmul", shape="3000x3000", dtype="float32", device=sxm).status_code == 422
-    assert _best(idle_client, operator="matmul", shape="3000x3000x3000", dtype="float16", device=sxm).status_code == 404
+    assert (
+        _best(
+            idle_client, operator="matmul", shape="3000x3000", dtype="float32", device=sxm
+        ).status_code
+        == 422
+    )
+    assert (
+        _best(
+            idle_client, operator="matmul", shape="3000x3000x3000", dtype="float16", device=sxm
+        ).status_code
+        == 404
+    )
     # exact answers only: none of this
-    assert _best(idle_client, operator="matmul", shape="3000x3000x3000", dtype="float32", device=sxm,
-                 fallback="false").status_code == 404
+    assert (
+        _best(
+            idle_client,
+            operator="matmul",
+            shape="3000x3000x3000",
+            dtype="float32",
+            device=sxm,
+            fallback="false",
+        ).status_code
+        == 404
+    )
     # a model that ranks this very workload's space for this device is asked first
     previous = ktune.register_model_choice(
-        lambda _, query: ktune.Answer(query, "cost_model", query.workload_key, query.device, {"tile": 94}, None, None, 0.0, None)
+        lambda _, query: ktune.Answer(
+            query,
+            "cost_model",
+            query.workload_key,
+            query.device,
+            {"tile": 94},
+            None,
+            None,
+            0.0,
+            None,
+        )
     )
     try:
-        modelled = _best(idle_client, operator="matmul", shape="3000x3000x3000", dtype="float32", device=sxm).json()
+        modelled = _best(
+            idle_client, operator="matmul", shape="3000x3000x3000", dtype="float32", device=sxm
+        ).json()
     finally:
         ktune.register_model_choice(previous)
     assert modelled["tier"] == "cost_model" and modelled["config"] == {"tile": 94}
 
 
-def test_cost_model_tier_answers_only_when_a_model_is_registered(idle_client: TestClient, tuned: Any) -> None:
+def test_cost_model_tier_answers_only_when_a_model_is_registered(
+    idle_client: TestClient, tuned: Any
+) -> None:
     params = {"operator": "matmul", "shape": "64x64x64", "dtype": "float16", "device": A100}
     assert _best(idle_client, **params).status_code == 404  # no trained model: no answer is made up
 
     def choice(tlog: TuningLog, query: LookupQuery) -> ktune.Answer:
-        return ktune.Answer(query=query, tier="cost_model", workload=query.workload_key, device=query.device,
-                            config={"tile": 2}, time_ms=0.01, trial=None, distance=0.0, updated_at=None)
+        return ktune.Answer(
+            query=query,
+            tier="cost_model",
+            workload=query.workload_key,
+            device=query.device,
+            config={"tile": 2},
+            time_ms=0.01,
+            trial=None,
+            distance=0.0,
+            updated_at=None,
+        )
 
     previous = ktune.register_model_choice(choice)
     try:
         answer = _best(idle_client, **params).json()
-        assert answer["tier"] == "cost_model" and answer["config"] == {"tile": 2} and answer["trial"] is None
+        assert (
+            answer["tier"] == "cost_model"
+            and answer["config"] == {"tile": 2}
+            and answer["trial"] is None
+        )
         # The log's tiers come first.
-        assert _best(idle_client, operator="matmul", shape="1024x1024x1024", dtype="float32", device=A100).json()["tier"] == "exact"
+        assert (
+            _best(
+                idle_client, operator="matmul", shape="1024x1024x1024", dtype="float32", device=A100
+            ).json()["tier"]
+            == "exact"
+        )
     finally:
         ktune.register_model_choice(previous)
 

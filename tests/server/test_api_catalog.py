@@ -30,14 +30,24 @@ def test_spaces_lists_recordings_with_parameters_and_logged_workloads(client: Te
 
 
 def test_a_configured_directory_adds_recordings(db_url: str, tmp_path: Path) -> None:
-    shutil.copy(Path(__file__).resolve().parents[2] / "search_space/recorded/pnpoly_RTX_3090.json.gz", tmp_path / "mine.json.gz")
+    shutil.copy(
+        Path(__file__).resolve().parents[2] / "search_space/recorded/pnpoly_RTX_3090.json.gz",
+        tmp_path / "mine.json.gz",
+    )
     (tmp_path / "notes.txt").write_text("not a recording")
     (tmp_path / "broken.json").write_text("{")
     for client in make_client(db_url, recordings_dir=str(tmp_path), runner_concurrency=0):
         names = {r["name"]: r["bundled"] for r in client.get("/v1/spaces").json()["recordings"]}
         assert names["mine"] is False and "broken" not in names and "notes" not in names
-        assert client.post("/v1/jobs", json={"space": "mine", "budget": {"trials": 3}}, headers=AUTH).status_code == 201
-        broken = client.post("/v1/jobs", json={"space": "broken", "budget": {"trials": 3}}, headers=AUTH)
+        assert (
+            client.post(
+                "/v1/jobs", json={"space": "mine", "budget": {"trials": 3}}, headers=AUTH
+            ).status_code
+            == 201
+        )
+        broken = client.post(
+            "/v1/jobs", json={"space": "broken", "budget": {"trials": 3}}, headers=AUTH
+        )
         assert broken.status_code == 422 and broken.json()["detail"][0]["loc"] == ["body", "space"]
 
 
@@ -47,15 +57,25 @@ def test_strategies(client: TestClient) -> None:
     assert [s["name"] for s in listed if s["default"]] == ["auto"]
 
 
-def test_operators_say_where_they_run_and_whether_this_server_takes_them(db_url: str, monkeypatch) -> None:
+def test_operators_say_where_they_run_and_whether_this_server_takes_them(
+    db_url: str, monkeypatch
+) -> None:
     monkeypatch.setenv("KTUNE_CC", "no-such-cc")
     for client in make_client(db_url, runner_concurrency=0):
         listed = {o["name"]: o for o in client.get("/v1/operators").json()}
         assert {"matmul", "conv2d", "cpu_matmul", "cpu_conv2d"} <= set(listed)
         matmul, conv = listed["matmul"], listed["cpu_conv2d"]
-        assert (matmul["device"], matmul["shape"], matmul["dtypes"]) == ("gpu", "MxNxK", ["float32", "float16"])
+        assert (matmul["device"], matmul["shape"], matmul["dtypes"]) == (
+            "gpu",
+            "MxNxK",
+            ["float32", "float16"],
+        )
         assert not matmul["available"] and "KTUNE_RAY_ADDRESS" in matmul["reason"]
-        assert conv["device"] == "cpu" and conv["layouts"] == ["NCHW"] and conv["shape"].startswith("NxCxHxWxKxRxS[")
+        assert (
+            conv["device"] == "cpu"
+            and conv["layouts"] == ["NCHW"]
+            and conv["shape"].startswith("NxCxHxWxKxRxS[")
+        )
         assert not conv["available"] and "no C compiler" in conv["reason"]
     monkeypatch.delenv("KTUNE_CC")
     for client in make_client(db_url, runner_concurrency=0, ray_address="ray://head:10001"):
@@ -75,10 +95,14 @@ def test_metrics_count_what_the_log_holds(client: TestClient, tlog: TuningLog) -
         for s in family.samples
     }
     counts = tlog.trial_counts()
-    assert sum(counts.values()) == 60 and counts.get("runtime_error", 0) > 0  # pnpoly has failing configs
+    assert (
+        sum(counts.values()) == 60 and counts.get("runtime_error", 0) > 0
+    )  # pnpoly has failing configs
     assert samples[("ktune_trials_measured_total", ())] == 60
     for status in ("compile_error", "runtime_error", "wrong_result", "timeout", "invalid"):
-        assert samples[("ktune_measurement_errors_total", (("status", status),))] == counts.get(status, 0)
+        assert samples[("ktune_measurement_errors_total", (("status", status),))] == counts.get(
+            status, 0
+        )
     assert samples[("ktune_jobs", (("state", "done"),))] == 1
     assert samples[("ktune_jobs", (("state", "queued"),))] == 0
     assert samples[("ktune_database_up", ())] == 1
@@ -104,8 +128,18 @@ def test_health_reports_the_database_and_the_runner(db_url: str, tmp_path: Path)
 def test_openapi_documents_every_resource(client: TestClient) -> None:
     schema = client.get("/openapi.json").json()
     paths = set(schema["paths"])
-    assert {"/v1/jobs", "/v1/jobs/{job_id}", "/v1/jobs/{job_id}/cancel", "/v1/jobs/{job_id}/trials", "/v1/best",
-            "/v1/devices", "/v1/spaces", "/v1/strategies", "/v1/healthz", "/v1/metrics"} <= paths
+    assert {
+        "/v1/jobs",
+        "/v1/jobs/{job_id}",
+        "/v1/jobs/{job_id}/cancel",
+        "/v1/jobs/{job_id}/trials",
+        "/v1/best",
+        "/v1/devices",
+        "/v1/spaces",
+        "/v1/strategies",
+        "/v1/healthz",
+        "/v1/metrics",
+    } <= paths
     assert schema["components"]["schemas"]["JobCreate"]["additionalProperties"] is False
     assert "HTTPBearer" in schema["components"]["securitySchemes"]
 
@@ -117,5 +151,7 @@ def test_dashboard_and_its_assets_are_served_from_the_app(client: TestClient) ->
     for asset, kind in (("app.js", "javascript"), ("plot.js", "javascript"), ("style.css", "css")):
         response = client.get(f"/static/{asset}")
         assert response.status_code == 200 and kind in response.headers["content-type"]
-        urls = set(re.findall(r"https?://[^\s\"')]+", response.text)) - {"http://www.w3.org/2000/svg"}
+        urls = set(re.findall(r"https?://[^\s\"')]+", response.text)) - {
+            "http://www.w3.org/2000/svg"
+        }
         assert urls == set(), urls  # nothing is fetched from elsewhere: no CDN

@@ -13,7 +13,11 @@ from tests.server.conftest import AUTH, CONV, CONV_DEVICE, PNPOLY, finished, sub
 def test_a_submitted_job_runs_to_completion(client: TestClient) -> None:
     created = submit(client, budget={"trials": 30}, batch_size=3)
     assert created["state"] == "queued" and created["n_trials"] == 0
-    assert created["space"] == {"name": CONV, "configs": 4362, "optimum_ms": created["space"]["optimum_ms"]}
+    assert created["space"] == {
+        "name": CONV,
+        "configs": 4362,
+        "optimum_ms": created["space"]["optimum_ms"],
+    }
     job = wait_until(client, created["id"], finished)
     assert job["state"] == "done", job["error"]
     assert job["n_trials"] == 30 and job["progress"] == 1.0
@@ -32,7 +36,9 @@ def test_a_submitted_job_runs_to_completion(client: TestClient) -> None:
     assert job["best_time_ms"] >= job["space"]["optimum_ms"]
 
     # The best config is what a build system now reads back.
-    best = client.get("/v1/best", params={"workload": job["workload"], "device": CONV_DEVICE}).json()
+    best = client.get(
+        "/v1/best", params={"workload": job["workload"], "device": CONV_DEVICE}
+    ).json()
     assert best["tier"] == "exact" and best["config"] == fastest["config"]
 
 
@@ -55,14 +61,20 @@ def test_trials_since_gives_only_newer_trials(client: TestClient) -> None:
 
 
 def test_list_filters_and_pages(idle_client: TestClient) -> None:
-    ids = [submit(idle_client)["id"], submit(idle_client)["id"], submit(idle_client, space=PNPOLY)["id"]]
+    ids = [
+        submit(idle_client)["id"],
+        submit(idle_client)["id"],
+        submit(idle_client, space=PNPOLY)["id"],
+    ]
     first = idle_client.get("/v1/jobs", params={"limit": 2}).json()
     assert [j["id"] for j in first["items"]] == ids[::-1][:2] and first["next_offset"] == 2
     rest = idle_client.get("/v1/jobs", params={"limit": 2, "offset": 2}).json()
     assert [j["id"] for j in rest["items"]] == [ids[0]] and rest["next_offset"] is None
     by_device = idle_client.get("/v1/jobs", params={"device": "NVIDIA GeForce RTX 3090"}).json()
     assert [j["id"] for j in by_device["items"]] == [ids[2]]
-    by_workload = idle_client.get("/v1/jobs", params={"workload": "convolution_kernel/4096x4096/-"}).json()
+    by_workload = idle_client.get(
+        "/v1/jobs", params={"workload": "convolution_kernel/4096x4096/-"}
+    ).json()
     assert [j["id"] for j in by_workload["items"]] == ids[1::-1]
     assert idle_client.get("/v1/jobs", params={"state": "done"}).json()["items"] == []
     assert len(idle_client.get("/v1/jobs", params={"state": "queued"}).json()["items"]) == 3
@@ -125,8 +137,15 @@ def test_two_jobs_run_at_once_with_two_slots(db_url: str) -> None:
             assert wait_until(client, j["id"], finished)["state"] == "cancelled"
 
 
-def test_a_job_shows_the_constraints_and_replay_speed_it_was_submitted_with(idle_client: TestClient) -> None:
-    created = submit(idle_client, constraints=["block_size_x * block_size_y <= 256"], replay_speed=50)
-    assert created["constraints"] == ["block_size_x * block_size_y <= 256"] and created["replay_speed"] == 50
+def test_a_job_shows_the_constraints_and_replay_speed_it_was_submitted_with(
+    idle_client: TestClient,
+) -> None:
+    created = submit(
+        idle_client, constraints=["block_size_x * block_size_y <= 256"], replay_speed=50
+    )
+    assert (
+        created["constraints"] == ["block_size_x * block_size_y <= 256"]
+        and created["replay_speed"] == 50
+    )
     listed = idle_client.get("/v1/jobs").json()["items"][0]
     assert (listed["constraints"], listed["replay_speed"]) == (created["constraints"], 50)

@@ -18,19 +18,30 @@ from ktune.tuner.runner import Runner
 from tests.server.conftest import AUTH, make_client
 from tests.tuner.cupy_planted import FAKE_GPU, planted
 
-MATMUL: dict[str, Any] = {"operator": "matmul", "shape": "256x256x256", "strategy": "random", "seed": 1,
-                          "budget": {"trials": 6}, "batch_size": 3, "gpu_workers": 2}
+MATMUL: dict[str, Any] = {
+    "operator": "matmul",
+    "shape": "256x256x256",
+    "strategy": "random",
+    "seed": 1,
+    "budget": {"trials": 6},
+    "batch_size": 3,
+    "gpu_workers": 2,
+}
 
 
 @pytest.fixture(scope="module")
 def local_ray() -> Iterator[None]:
-    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False, object_store_memory=100 * 2**20)
+    ray.init(
+        num_cpus=4, include_dashboard=False, log_to_driver=False, object_store_memory=100 * 2**20
+    )
     yield
     ray.shutdown()
 
 
 @pytest.fixture
-def planted_cluster(local_ray: None, monkeypatch: pytest.MonkeyPatch) -> list[ray_pool.RayPlacement]:
+def planted_cluster(
+    local_ray: None, monkeypatch: pytest.MonkeyPatch
+) -> list[ray_pool.RayPlacement]:
     """The cluster's GPUs: the planted spec when probed, planted measurements, and actors that
     ask for no GPU (this Ray has none). Returns the placements probed."""
     probed: list[ray_pool.RayPlacement] = []
@@ -41,7 +52,9 @@ def planted_cluster(local_ray: None, monkeypatch: pytest.MonkeyPatch) -> list[ra
 
     monkeypatch.setattr(ray_pool, "detect_device", probe)
     monkeypatch.setattr(cupy_backend, "make_measurer", lambda spec, slot: planted(slot))
-    monkeypatch.setattr(ray_pool.RayPlacement, "actor_options", lambda self: {"num_gpus": 0, "max_restarts": 0})
+    monkeypatch.setattr(
+        ray_pool.RayPlacement, "actor_options", lambda self: {"num_gpus": 0, "max_restarts": 0}
+    )
     return probed
 
 
@@ -70,7 +83,9 @@ def test_an_operator_job_is_probed_queued_and_measured_on_the_cluster(
     assert done["state"] == "done" and done["n_trials"] == 6 and done["best_time_ms"] == 1.0
 
 
-def test_a_server_without_ray_refuses_operator_jobs_and_writes_nothing(idle_client: TestClient, tlog: TuningLog) -> None:
+def test_a_server_without_ray_refuses_operator_jobs_and_writes_nothing(
+    idle_client: TestClient, tlog: TuningLog
+) -> None:
     response = idle_client.post("/v1/jobs", json=MATMUL, headers=AUTH)
     assert response.status_code == 422
     (detail,) = response.json()["detail"]
@@ -82,12 +97,17 @@ def test_a_cluster_without_such_a_gpu_is_503_and_writes_nothing(
     ray_client: TestClient, monkeypatch: pytest.MonkeyPatch, db_url: str
 ) -> None:
     def none_offered(placement: ray_pool.RayPlacement, timeout_s: float = 0) -> dict[str, Any]:
-        raise BackendError(f"no CUDA device: no Ray node offered {placement.describe()} within {timeout_s:g} s")
+        raise BackendError(
+            f"no CUDA device: no Ray node offered {placement.describe()} within {timeout_s:g} s"
+        )
 
     monkeypatch.setattr(ray_pool, "detect_device", none_offered)
     response = ray_client.post("/v1/jobs", json={**MATMUL, "gpu_type": "H100"}, headers=AUTH)
     assert response.status_code == 503
-    assert response.json()["detail"] == "no CUDA device: no Ray node offered a GPU of type H100 on the Ray cluster at local within 30 s"
+    assert (
+        response.json()["detail"]
+        == "no CUDA device: no Ray node offered a GPU of type H100 on the Ray cluster at local within 30 s"
+    )
     with TuningLog.open(db_url) as tlog:
         assert tlog.list_jobs() == []
 
@@ -110,8 +130,12 @@ def test_a_cluster_without_such_a_gpu_is_503_and_writes_nothing(
     ],
 )
 def test_bad_operator_jobs_are_422_and_write_nothing(
-    ray_client: TestClient, planted_cluster: list[ray_pool.RayPlacement], db_url: str,
-    change: dict[str, Any], loc: list[str], says: str,
+    ray_client: TestClient,
+    planted_cluster: list[ray_pool.RayPlacement],
+    db_url: str,
+    change: dict[str, Any],
+    loc: list[str],
+    says: str,
 ) -> None:
     body = {k: v for k, v in {**MATMUL, **change}.items() if v is not None}
     response = ray_client.post("/v1/jobs", json=body, headers=AUTH)

@@ -22,32 +22,65 @@ def small_uploads(db_url: str) -> Iterator[TestClient]:
     yield from make_client(db_url, runner_concurrency=0, max_upload_bytes=2048)
 
 
-def test_an_uploaded_cache_is_imported_once_and_answers_lookups(idle_client: TestClient, tlog: TuningLog) -> None:
+def test_an_uploaded_cache_is_imported_once_and_answers_lookups(
+    idle_client: TestClient, tlog: TuningLog
+) -> None:
     rec = load_cache(CONV_FILE)
     assert rec.optimum is not None
-    response = idle_client.post("/v1/recordings", params={"filename": "conv.json.gz"}, content=CONV_FILE.read_bytes(),
-                                headers={"Content-Type": "application/gzip", **AUTH})
+    response = idle_client.post(
+        "/v1/recordings",
+        params={"filename": "conv.json.gz"},
+        content=CONV_FILE.read_bytes(),
+        headers={"Content-Type": "application/gzip", **AUTH},
+    )
     assert response.status_code == 201, response.text
     body = response.json()
-    assert body == {"job": body["job"], "workload": rec.workload().key, "device": CONV_DEVICE,
-                    "records": len(rec.records), "ok": sum(r.status == "ok" for r in rec.records.values()),
-                    "already": False}
-    best = idle_client.get("/v1/best", params={"workload": rec.workload().key, "device": CONV_DEVICE}).json()
-    assert best["tier"] == "exact" and best["config"] == dict(rec.optimum.config) and best["time_ms"] == rec.optimum.time_ms
+    assert body == {
+        "job": body["job"],
+        "workload": rec.workload().key,
+        "device": CONV_DEVICE,
+        "records": len(rec.records),
+        "ok": sum(r.status == "ok" for r in rec.records.values()),
+        "already": False,
+    }
+    best = idle_client.get(
+        "/v1/best", params={"workload": rec.workload().key, "device": CONV_DEVICE}
+    ).json()
+    assert (
+        best["tier"] == "exact"
+        and best["config"] == dict(rec.optimum.config)
+        and best["time_ms"] == rec.optimum.time_ms
+    )
     job = tlog.get_job(body["job"])
-    assert job is not None and job.spec.backend == "import" and job.spec.options["source"] == "upload:conv.json.gz"
+    assert (
+        job is not None
+        and job.spec.backend == "import"
+        and job.spec.options["source"] == "upload:conv.json.gz"
+    )
     # The same bytes again (here uncompressed, as a client may send them): nothing new.
-    again = idle_client.post("/v1/recordings", params={"filename": "again.json"}, content=gzip.decompress(CONV_FILE.read_bytes()),
-                             headers={"Content-Type": "application/json", **AUTH})
-    assert again.status_code == 201 and not again.json()["already"]  # another file (its digest differs)
-    third = idle_client.post("/v1/recordings", params={"filename": "conv.json.gz"}, content=CONV_FILE.read_bytes(),
-                             headers={"Content-Type": "application/gzip", **AUTH})
+    again = idle_client.post(
+        "/v1/recordings",
+        params={"filename": "again.json"},
+        content=gzip.decompress(CONV_FILE.read_bytes()),
+        headers={"Content-Type": "application/json", **AUTH},
+    )
+    assert (
+        again.status_code == 201 and not again.json()["already"]
+    )  # another file (its digest differs)
+    third = idle_client.post(
+        "/v1/recordings",
+        params={"filename": "conv.json.gz"},
+        content=CONV_FILE.read_bytes(),
+        headers={"Content-Type": "application/gzip", **AUTH},
+    )
     assert third.status_code == 200 and third.json() == {**body, "already": True}
     assert len(tlog.list_jobs()) == 2
 
 
 def test_uploads_need_a_token(idle_client: TestClient, tlog: TuningLog) -> None:
-    response = idle_client.post("/v1/recordings", params={"filename": "conv.json.gz"}, content=CONV_FILE.read_bytes())
+    response = idle_client.post(
+        "/v1/recordings", params={"filename": "conv.json.gz"}, content=CONV_FILE.read_bytes()
+    )
     assert response.status_code == 401
     assert tlog.list_jobs() == []
 
@@ -65,8 +98,12 @@ def test_uploads_need_a_token(idle_client: TestClient, tlog: TuningLog) -> None:
 def test_a_bad_upload_is_a_422_that_names_no_server_path(
     idle_client: TestClient, tlog: TuningLog, data: bytes, message: str
 ) -> None:
-    response = idle_client.post("/v1/recordings", params={"filename": "bad.json"}, content=data,
-                                headers={"Content-Type": "application/octet-stream", **AUTH})
+    response = idle_client.post(
+        "/v1/recordings",
+        params={"filename": "bad.json"},
+        content=data,
+        headers={"Content-Type": "application/octet-stream", **AUTH},
+    )
     assert response.status_code == 422, response.text
     (error,) = response.json()["detail"]
     assert error["loc"] == ["body"] and message in error["msg"]
@@ -76,28 +113,52 @@ def test_a_bad_upload_is_a_422_that_names_no_server_path(
 
 @pytest.mark.parametrize("filename", ["", "../etc/passwd", "a/b.json", "x" * 201, "tab\there"])
 def test_the_file_name_is_a_plain_name(idle_client: TestClient, filename: str) -> None:
-    response = idle_client.post("/v1/recordings", params={"filename": filename}, content=CONV_FILE.read_bytes(),
-                                headers={"Content-Type": "application/gzip", **AUTH})
-    assert response.status_code == 422 and response.json()["detail"][0]["loc"] == ["query", "filename"]
+    response = idle_client.post(
+        "/v1/recordings",
+        params={"filename": filename},
+        content=CONV_FILE.read_bytes(),
+        headers={"Content-Type": "application/gzip", **AUTH},
+    )
+    assert response.status_code == 422 and response.json()["detail"][0]["loc"] == [
+        "query",
+        "filename",
+    ]
 
 
 def test_uploads_have_their_own_size_limit(small_uploads: TestClient, tlog: TuningLog) -> None:
     """KTUNE_MAX_UPLOAD_BYTES bounds uploads (a cache is megabytes); other bodies keep theirs."""
-    response = small_uploads.post("/v1/recordings", params={"filename": "conv.json.gz"}, content=CONV_FILE.read_bytes(),
-                                  headers={"Content-Type": "application/gzip", **AUTH})
+    response = small_uploads.post(
+        "/v1/recordings",
+        params={"filename": "conv.json.gz"},
+        content=CONV_FILE.read_bytes(),
+        headers={"Content-Type": "application/gzip", **AUTH},
+    )
     assert response.status_code == 413 and "at most 2048 bytes" in response.json()["detail"]
     assert tlog.list_jobs() == []
-    big_job = small_uploads.post("/v1/jobs", content=b'{"space": "' + b"x" * 70_000 + b'"}',
-                                 headers={"Content-Type": "application/json", **AUTH})
+    big_job = small_uploads.post(
+        "/v1/jobs",
+        content=b'{"space": "' + b"x" * 70_000 + b'"}',
+        headers={"Content-Type": "application/json", **AUTH},
+    )
     assert big_job.status_code == 413 and f"at most {64 * 1024} bytes" in big_job.json()["detail"]
 
 
 def test_an_upload_may_name_its_gpu(idle_client: TestClient) -> None:
     params = {"filename": "conv.json.gz", "device": "NVIDIA RTX A4000 (lab 2)"}
-    response = idle_client.post("/v1/recordings", params=params, content=CONV_FILE.read_bytes(),
-                                headers={"Content-Type": "application/gzip", **AUTH})
+    response = idle_client.post(
+        "/v1/recordings",
+        params=params,
+        content=CONV_FILE.read_bytes(),
+        headers={"Content-Type": "application/gzip", **AUTH},
+    )
     assert response.status_code == 201 and response.json()["device"] == "NVIDIA RTX A4000 (lab 2)"
     for device in ("", " ", "a\nb", "x" * 201):
-        bad = idle_client.post("/v1/recordings", params={**params, "device": device}, content=CONV_FILE.read_bytes(),
-                               headers={"Content-Type": "application/gzip", **AUTH})
-        assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["query", "device"], device
+        bad = idle_client.post(
+            "/v1/recordings",
+            params={**params, "device": device},
+            content=CONV_FILE.read_bytes(),
+            headers={"Content-Type": "application/gzip", **AUTH},
+        )
+        assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["query", "device"], (
+            device
+        )

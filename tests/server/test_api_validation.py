@@ -32,7 +32,10 @@ BAD_BODIES: list[tuple[dict[str, Any], list[str]]] = [
     ({"batch_size": 0}, ["body", "batch_size"]),
     ({"seed": -1}, ["body", "seed"]),
     ({"replay_speed": 0}, ["body", "replay_speed"]),
-    ({"replay_speed": 0.001}, ["body", "replay_speed"]),  # slower than the GPU: held a runner for hours
+    (
+        {"replay_speed": 0.001},
+        ["body", "replay_speed"],
+    ),  # slower than the GPU: held a runner for hours
     ({"replay_speed": 5e-324}, ["body", "replay_speed"]),
     ({"colour": "blue"}, ["body", "colour"]),
     # no coercion: a number in a string or a boolean is not a count
@@ -45,7 +48,9 @@ BAD_BODIES: list[tuple[dict[str, Any], list[str]]] = [
 ]
 
 
-def test_bad_jobs_are_422_naming_the_field_and_write_nothing(idle_client: TestClient, tlog: TuningLog) -> None:
+def test_bad_jobs_are_422_naming_the_field_and_write_nothing(
+    idle_client: TestClient, tlog: TuningLog
+) -> None:
     before = _contents(tlog)
     for change, loc in BAD_BODIES:
         body = job_body(**{k: v for k, v in change.items() if k != "colour"})
@@ -61,15 +66,33 @@ def test_bad_jobs_are_422_naming_the_field_and_write_nothing(idle_client: TestCl
 
 # JSON that Python reads but no JSON response can echo back: each was a 500 before
 UNECHOABLE = [
-    ('{"space": "convolution_A4000", "budget": {"seconds": NaN}}', ["body", "budget", "seconds"], "nan"),
-    ('{"space": "convolution_A4000", "budget": {"trials": 5}, "replay_speed": Infinity}', ["body", "replay_speed"], "inf"),
-    ('{"space": "convolution_A4000", "budget": {"trials": 5}, "seed": 1e999}', ["body", "seed"], "inf"),
-    ('{"space": "pnpoly_RTX_3090\\ud800", "budget": {"trials": 5}}', ["body", "space"], "pnpoly_RTX_3090\\ud800"),
+    (
+        '{"space": "convolution_A4000", "budget": {"seconds": NaN}}',
+        ["body", "budget", "seconds"],
+        "nan",
+    ),
+    (
+        '{"space": "convolution_A4000", "budget": {"trials": 5}, "replay_speed": Infinity}',
+        ["body", "replay_speed"],
+        "inf",
+    ),
+    (
+        '{"space": "convolution_A4000", "budget": {"trials": 5}, "seed": 1e999}',
+        ["body", "seed"],
+        "inf",
+    ),
+    (
+        '{"space": "pnpoly_RTX_3090\\ud800", "budget": {"trials": 5}}',
+        ["body", "space"],
+        "pnpoly_RTX_3090\\ud800",
+    ),
     ('{"space": "convolution_A4000", "budget": {"trials": 5}, "\\udfff": 1}', ["body"], "\\udfff"),
 ]
 
 
-def test_unechoable_input_is_still_a_422_naming_the_field(idle_client: TestClient, tlog: TuningLog) -> None:
+def test_unechoable_input_is_still_a_422_naming_the_field(
+    idle_client: TestClient, tlog: TuningLog
+) -> None:
     before = _contents(tlog)
     headers = {**AUTH, "Content-Type": "application/json"}
     for text, loc, echoed in UNECHOABLE:
@@ -83,12 +106,18 @@ def test_unechoable_input_is_still_a_422_naming_the_field(idle_client: TestClien
 def test_malformed_json_and_wrong_types(idle_client: TestClient, tlog: TuningLog) -> None:
     before = _contents(tlog)
     headers = {**AUTH, "Content-Type": "application/json"}
-    response = idle_client.post("/v1/jobs", content=b'{"space": "convolution_A4000", "budget": ', headers=headers)
+    response = idle_client.post(
+        "/v1/jobs", content=b'{"space": "convolution_A4000", "budget": ', headers=headers
+    )
     assert response.status_code == 422 and response.json()["detail"][0]["type"] == "json_invalid"
     response = idle_client.post("/v1/jobs", json=["not", "an", "object"], headers=AUTH)
     assert response.status_code == 422
     response = idle_client.post("/v1/jobs", json=job_body(budget={"trials": "many"}), headers=AUTH)
-    assert response.status_code == 422 and response.json()["detail"][0]["loc"] == ["body", "budget", "trials"]
+    assert response.status_code == 422 and response.json()["detail"][0]["loc"] == [
+        "body",
+        "budget",
+        "trials",
+    ]
     assert _contents(tlog) == before
 
 
@@ -103,7 +132,11 @@ def test_a_body_not_sent_as_json_is_415_saying_so(idle_client: TestClient, tlog:
         assert (repr(sent) if sent else "none was sent") in response.json()["detail"]
     assert _contents(tlog) == before
     # JSON under a parameter or a +json type is still JSON; no body at all is a 422
-    response = idle_client.post("/v1/jobs", content=body, headers={**AUTH, "Content-Type": "application/json; charset=utf-8"})
+    response = idle_client.post(
+        "/v1/jobs",
+        content=body,
+        headers={**AUTH, "Content-Type": "application/json; charset=utf-8"},
+    )
     assert response.status_code == 201
     assert idle_client.post("/v1/jobs", headers=AUTH).status_code == 422
 
@@ -118,7 +151,9 @@ def test_oversized_body_is_413(idle_client: TestClient, tlog: TuningLog) -> None
         for _ in range(100):
             yield b" " * 4096
 
-    response = idle_client.post("/v1/jobs", content=chunks(), headers={**AUTH, "Content-Type": "application/json"})
+    response = idle_client.post(
+        "/v1/jobs", content=chunks(), headers={**AUTH, "Content-Type": "application/json"}
+    )
     assert response.status_code == 413
     assert _contents(tlog) == before
 
@@ -155,7 +190,12 @@ def test_bad_lookups_are_422_naming_the_field(idle_client: TestClient, tlog: Tun
 
 
 def test_lookup_of_an_unknown_device_is_422(idle_client: TestClient) -> None:
-    response = idle_client.get("/v1/best", params={"operator": "matmul", "shape": "64x64", "device": "Imaginary GPU 9000"})
-    assert response.status_code == 422 and response.json()["detail"][0]["loc"] == ["query", "device"]
+    response = idle_client.get(
+        "/v1/best", params={"operator": "matmul", "shape": "64x64", "device": "Imaginary GPU 9000"}
+    )
+    assert response.status_code == 422 and response.json()["detail"][0]["loc"] == [
+        "query",
+        "device",
+    ]
     missing = idle_client.get("/v1/best", params={"operator": "matmul", "shape": "64x64"})
     assert missing.status_code == 422 and missing.json()["detail"][0]["loc"] == ["query", "device"]

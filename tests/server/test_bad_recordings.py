@@ -35,7 +35,10 @@ def _times_overflow() -> dict[str, Any]:
 # name -> (file text, what the error names); each of these gave a 500 before
 BROKEN: dict[str, tuple[str, str]] = {
     "deep": ('{"device_name": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
-    "times_overflow": (json.dumps(_times_overflow()), "record '1,1': times must each be a number of milliseconds"),
+    "times_overflow": (
+        json.dumps(_times_overflow()),
+        "record '1,1': times must each be a number of milliseconds",
+    ),
     "kern_empty": (json.dumps(_cache(kernel_name="")), "kernel_name ''"),
     "nan_value": (
         json.dumps(_cache(tune_params={"a": [1, 2], "b": [float("nan")]})),
@@ -82,7 +85,9 @@ def test_a_job_on_a_broken_recording_is_a_422_naming_the_problem(
     (detail,) = response.json()["detail"]
     assert detail["loc"] == ["body", "space"]
     assert BROKEN[name][1] in detail["msg"]
-    assert str(catalog_dir) not in detail["msg"]  # clients name recordings; server paths stay private
+    assert (
+        str(catalog_dir) not in detail["msg"]
+    )  # clients name recordings; server paths stay private
 
 
 def test_jobs_are_still_listed_when_their_recording_breaks(
@@ -118,7 +123,10 @@ def test_an_unexpected_reader_error_is_still_a_broken_file(
     with pytest.raises(FormatError, match=r"good\.json: cannot be read \(OverflowError\)"):
         dir_client.app.state.catalog.load("good")  # type: ignore[attr-defined]
     submitted = _job(dir_client, "good")  # a job on it: the field, not a server error
-    assert submitted.status_code == 422 and submitted.json()["detail"][0]["loc"] == ["body", "space"]
+    assert submitted.status_code == 422 and submitted.json()["detail"][0]["loc"] == [
+        "body",
+        "space",
+    ]
     assert "cannot be read (OverflowError)" in submitted.json()["detail"][0]["msg"]
 
 
@@ -137,13 +145,18 @@ def test_a_recordings_directory_removed_while_serving_leaves_the_bundled_ones(
 def test_an_unknown_runner_backend_fails_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
     """A typo in KTUNE_RUNNER_BACKENDS would make a runner that never claims a job."""
     monkeypatch.setenv("KTUNE_RUNNER_BACKENDS", "replay, cuda")
-    with pytest.raises(SettingsError, match=r"KTUNE_RUNNER_BACKENDS: unknown backend\(s\) 'cuda' \(choose from: replay, cupy, ray, cpu\)"):
+    with pytest.raises(
+        SettingsError,
+        match=r"KTUNE_RUNNER_BACKENDS: unknown backend\(s\) 'cuda' \(choose from: replay, cupy, ray, cpu\)",
+    ):
         Settings.load()
     monkeypatch.setenv("KTUNE_RUNNER_BACKENDS", "replay,cupy")
     assert Settings.load().runner_backends == ("replay", "cupy")
 
 
-def test_a_runner_without_ray_neither_takes_nor_accepts_ray_jobs(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+def test_a_runner_without_ray_neither_takes_nor_accepts_ray_jobs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
     """Left to take any job, a runner without Ray would claim a job measured on a Ray cluster
     and fail it; told to take them, it fails at start instead."""
     monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
@@ -154,5 +167,7 @@ def test_a_runner_without_ray_neither_takes_nor_accepts_ray_jobs(monkeypatch: py
         assert Runner(tlog).backends == ("replay", "cupy", "ray", "cpu")
     monkeypatch.setitem(sys.modules, "ray", None)
     monkeypatch.setenv("KTUNE_RUNNER_BACKENDS", "replay,ray")
-    with pytest.raises(SettingsError, match=r"backend 'ray': Ray is not installed \(pip install 'ktune\[ray\]'\)"):
+    with pytest.raises(
+        SettingsError, match=r"backend 'ray': Ray is not installed \(pip install 'ktune\[ray\]'\)"
+    ):
         Settings.load()

@@ -12,7 +12,9 @@ from tests.server.conftest import AUTH
 from tests.tuner.test_resume_cli import _job, _start, _wait_for_trials
 
 
-def test_a_live_cli_job_stops_within_a_batch_of_a_cancel(idle_client: TestClient, db_url: str) -> None:
+def test_a_live_cli_job_stops_within_a_batch_of_a_cancel(
+    idle_client: TestClient, db_url: str
+) -> None:
     proc = _start(db_url, "random", 2000)
     try:
         job_id = _wait_for_trials(db_url, 4, proc)
@@ -41,7 +43,9 @@ def test_a_cli_job_whose_process_died_is_cancelled_at_once_and_resumes_on_purpos
     response = idle_client.post(f"/v1/jobs/{job_id}/cancel", headers=AUTH)
     assert response.status_code == 200 and response.json()["state"] == "cancelled"
     assert idle_client.post(f"/v1/jobs/{job_id}/cancel", headers=AUTH).status_code == 409  # already
-    assert main(["tune", "--resume", str(job_id), "--db", db_url, "-q"]) == 0  # not stopped by the old cancel
+    assert (
+        main(["tune", "--resume", str(job_id), "--db", db_url, "-q"]) == 0
+    )  # not stopped by the old cancel
     with TuningLog.open(db_url) as tlog:
         job = _job(tlog, job_id)
     assert job.state == "done" and job.n_trials == 40 and not job.cancel_requested

@@ -22,7 +22,13 @@ from ktune.tuner.sources import ReplaySource, bundled_recordings
 from tests.server.conftest import CONV
 
 A100 = "NVIDIA A100-PCIE-40GB"
-SHAPES = [(512, 512, 512), (1024, 1024, 1024), (4096, 4096, 4096), (1024, 4096, 1024), (8192, 256, 2048)]
+SHAPES = [
+    (512, 512, 512),
+    (1024, 1024, 1024),
+    (4096, 4096, 4096),
+    (1024, 4096, 1024),
+    (8192, 256, 2048),
+]
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -40,10 +46,23 @@ def matmuls(db_url: str) -> dict[tuple[int, ...], dict[str, Any]]:
         for i, shape in enumerate(SHAPES):
             wl = Workload("matmul", shape, "float32")
             w = tlog.get_or_create_workload(wl.key, wl.operator, wl.shape, wl.dtype)
-            config = {"tile_m": 16 * (i + 1), "split-k": i % 2 == 0, "ratio": 0.5 + i, "layout": f'row"{i}'}
-            tlog.add_trials(None, w.id, d.id, "import", [
-                TrialIn(config=config, config_key=json.dumps(config), status="ok", time_ms=1.0 + i)
-            ])
+            config = {
+                "tile_m": 16 * (i + 1),
+                "split-k": i % 2 == 0,
+                "ratio": 0.5 + i,
+                "layout": f'row"{i}',
+            }
+            tlog.add_trials(
+                None,
+                w.id,
+                d.id,
+                "import",
+                [
+                    TrialIn(
+                        config=config, config_key=json.dumps(config), status="ok", time_ms=1.0 + i
+                    )
+                ],
+            )
             configs[shape] = config
     return configs
 
@@ -67,7 +86,10 @@ def test_token_create_list_revoke(capsys: pytest.CaptureFixture[str], db_url: st
 def test_worker_drains_the_queue(capsys: pytest.CaptureFixture[str], db_url: str) -> None:
     with TuningLog.open(db_url) as tlog:
         source = ReplaySource.open(bundled_recordings()[CONV])
-        ids = [create_job(tlog, JobRequest(source, "random", Budget(max_trials=8), seed=s)).id for s in (1, 2)]
+        ids = [
+            create_job(tlog, JobRequest(source, "random", Budget(max_trials=8), seed=s)).id
+            for s in (1, 2)
+        ]
     code, out, _ = run(capsys, "worker", "--drain", "-j", "2", "--poll", "0.05", "--db", db_url)
     assert code == 0 and "until the queue is empty" in out and "stopped" in out
     with TuningLog.open(db_url) as tlog:
@@ -82,34 +104,91 @@ def test_worker_drains_the_queue(capsys: pytest.CaptureFixture[str], db_url: str
         assert tlog.get_job(job.id).state == "queued"  # type: ignore[union-attr]
 
 
-def test_serve_refuses_bad_settings_in_one_line(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_serve_refuses_bad_settings_in_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("KTUNE_API_TOKENS", "changeme")
     code, _, err = run(capsys, "serve", "--port", "0")
-    assert code == 2 and err.count("\n") == 1 and "KTUNE_API_TOKENS" in err and "changeme" not in err
+    assert (
+        code == 2 and err.count("\n") == 1 and "KTUNE_API_TOKENS" in err and "changeme" not in err
+    )
     monkeypatch.delenv("KTUNE_API_TOKENS")
     code, _, err = run(capsys, "serve", "--port", "70000")
     assert code == 2 and err.strip() == "error: --port must be 0..65535, got 70000"
 
 
-def test_best_json_and_env_give_the_lookup(capsys: pytest.CaptureFixture[str], db_url: str, matmuls: Any) -> None:
-    args = ["best", "--operator", "matmul", "--shape", "2000x2000x2000", "--dtype", "float32", "--device", A100, "--db", db_url]
+def test_best_json_and_env_give_the_lookup(
+    capsys: pytest.CaptureFixture[str], db_url: str, matmuls: Any
+) -> None:
+    args = [
+        "best",
+        "--operator",
+        "matmul",
+        "--shape",
+        "2000x2000x2000",
+        "--dtype",
+        "float32",
+        "--device",
+        A100,
+        "--db",
+        db_url,
+    ]
     code, out, _ = run(capsys, *args, "--format", "json")
     answer = ktune.lookup("matmul", (2000, 2000, 2000), dtype="float32", device=A100, db=db_url)
     assert code == 0 and answer is not None and json.loads(out) == answer.to_dict()
     code, out, _ = run(capsys, *args, "--format", "env")
     env = dict(line.split("=", 1) for line in out.splitlines())
-    assert code == 0 and env["KTUNE_TIER"] == "nearest_shape" and env["KTUNE_WORKLOAD"] == answer.workload
+    assert (
+        code == 0
+        and env["KTUNE_TIER"] == "nearest_shape"
+        and env["KTUNE_WORKLOAD"] == answer.workload
+    )
     assert shlex.split(env["KTUNE_DEVICE"]) == [A100]
-    assert int(env["KTUNE_TILE_M"]) == answer.config["tile_m"] and env["KTUNE_SPLIT_K"] in ("0", "1")
+    assert int(env["KTUNE_TILE_M"]) == answer.config["tile_m"] and env["KTUNE_SPLIT_K"] in (
+        "0",
+        "1",
+    )
     assert shlex.split(env["KTUNE_LAYOUT"]) == [answer.config["layout"]]
-    assert answer.job is None and (env["KTUNE_JOB"], env["KTUNE_TRIAL"], env["KTUNE_TUNING"]) == ("''", "''", "0")
+    assert answer.job is None and (env["KTUNE_JOB"], env["KTUNE_TRIAL"], env["KTUNE_TUNING"]) == (
+        "''",
+        "''",
+        "0",
+    )
     code, _, err = run(capsys, *args[:-2], "--db", db_url, "--format", "env", "--exact")
     assert code == 1 and "no tuned config" in err
-    code, _, err = run(capsys, "best", "--operator", "matmul", "--shape", "64x64", "--dtype", "float32", "--device", A100, "--db", db_url, "--format", "json")
-    assert code == 2 and err.strip() == "error: --shape: matmul workloads have 3 dimension(s), got 2: [64, 64]"
-    code, _, err = run(capsys, "best", "--format", "env", "--operator", "matmul", "--shape", "64x64x64", "--db", db_url)
+    code, _, err = run(
+        capsys,
+        "best",
+        "--operator",
+        "matmul",
+        "--shape",
+        "64x64",
+        "--dtype",
+        "float32",
+        "--device",
+        A100,
+        "--db",
+        db_url,
+        "--format",
+        "json",
+    )
+    assert (
+        code == 2
+        and err.strip() == "error: --shape: matmul workloads have 3 dimension(s), got 2: [64, 64]"
+    )
+    code, _, err = run(
+        capsys,
+        "best",
+        "--format",
+        "env",
+        "--operator",
+        "matmul",
+        "--shape",
+        "64x64x64",
+        "--db",
+        db_url,
+    )
     assert code == 2 and "need --device" in err
-
 
 
 def test_env_says_while_the_answer_is_still_being_tuned() -> None:
@@ -119,21 +198,66 @@ def test_env_says_while_the_answer_is_still_being_tuned() -> None:
     from ktune.db.records import LookupQuery
 
     query = LookupQuery("matmul/64x64x64/float32", "matmul", (64, 64, 64), "float32", "", A100)
-    answer = Answer(query, "cost_model", query.workload_key, A100, {"tile_m": 64, "tuning": 1}, None, None, 0.0, None,
-                    tuning=True)
-    env = {k: shlex.split(v)[0] if v else "" for k, v in (line.split("=", 1) for line in render_env(answer).splitlines())}
-    assert (env["KTUNE_TUNING"], env["KTUNE_JOB"], env["KTUNE_TRIAL"], env["KTUNE_TIME_MS"]) == ("1", "", "", "")
-    assert env["KTUNE_TUNING_"] == "1" and env["KTUNE_TILE_M"] == "64"  # a knob named like the answer's own variable
+    answer = Answer(
+        query,
+        "cost_model",
+        query.workload_key,
+        A100,
+        {"tile_m": 64, "tuning": 1},
+        None,
+        None,
+        0.0,
+        None,
+        tuning=True,
+    )
+    env = {
+        k: shlex.split(v)[0] if v else ""
+        for k, v in (line.split("=", 1) for line in render_env(answer).splitlines())
+    }
+    assert (env["KTUNE_TUNING"], env["KTUNE_JOB"], env["KTUNE_TRIAL"], env["KTUNE_TIME_MS"]) == (
+        "1",
+        "",
+        "",
+        "",
+    )
+    assert (
+        env["KTUNE_TUNING_"] == "1" and env["KTUNE_TILE_M"] == "64"
+    )  # a knob named like the answer's own variable
 
-QUERIES = [(512, 512, 512), (700, 700, 700), (2048, 2048, 2048), (1024, 3000, 1024), (10000, 300, 1500), (1, 1, 1), (100000, 100000, 100000)]
+
+QUERIES = [
+    (512, 512, 512),
+    (700, 700, 700),
+    (2048, 2048, 2048),
+    (1024, 3000, 1024),
+    (10000, 300, 1500),
+    (1, 1, 1),
+    (100000, 100000, 100000),
+]
 
 
-@pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("g++") is None, reason="needs gcc and g++")
+@pytest.mark.skipif(
+    shutil.which("gcc") is None or shutil.which("g++") is None, reason="needs gcc and g++"
+)
 def test_header_compiles_and_its_dispatch_agrees_with_the_lookup(
     capsys: pytest.CaptureFixture[str], db_url: str, matmuls: Any, tmp_path: Path
 ) -> None:
-    code, header, _ = run(capsys, "best", "--operator", "matmul", "--dtype", "float32", "--shape", "700x700x700",
-                          "--device", A100, "--db", db_url, "--format", "header")
+    code, header, _ = run(
+        capsys,
+        "best",
+        "--operator",
+        "matmul",
+        "--dtype",
+        "float32",
+        "--shape",
+        "700x700x700",
+        "--device",
+        A100,
+        "--db",
+        db_url,
+        "--format",
+        "header",
+    )
     assert code == 0
     (tmp_path / "tuned.h").write_text(header)
     calls = "\n".join(
@@ -150,10 +274,19 @@ def test_header_compiles_and_its_dispatch_agrees_with_the_lookup(
     for compiler, source in (("gcc", "main.c"), ("g++", "main.cpp")):
         exe = tmp_path / f"prog-{compiler}"
         std = ["-std=c11"] if compiler == "gcc" else ["-std=c++17"]
-        build = subprocess.run([compiler, *std, "-Wall", "-Wextra", "-Werror", "-o", str(exe), source, "-lm"],
-                               cwd=tmp_path, capture_output=True, text=True, check=False)
+        build = subprocess.run(
+            [compiler, *std, "-Wall", "-Wextra", "-Werror", "-o", str(exe), source, "-lm"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         assert build.returncode == 0, build.stderr
-        outputs.append(subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines())
+        outputs.append(
+            subprocess.run(
+                [str(exe)], capture_output=True, text=True, check=True
+            ).stdout.splitlines()
+        )
     assert outputs[0] == outputs[1]
     expected = []
     for q in QUERIES:
@@ -167,6 +300,19 @@ def test_header_compiles_and_its_dispatch_agrees_with_the_lookup(
     assert outputs[0][-1] == f"{asked.config['tile_m']} {matmuls[(4096, 4096, 4096)]['tile_m']}"
 
 
-def test_header_of_an_operator_without_tuned_shapes(capsys: pytest.CaptureFixture[str], db_url: str, matmuls: Any) -> None:
-    code, _, err = run(capsys, "best", "--operator", "conv2d", "--device", A100, "--db", db_url, "--format", "header")
+def test_header_of_an_operator_without_tuned_shapes(
+    capsys: pytest.CaptureFixture[str], db_url: str, matmuls: Any
+) -> None:
+    code, _, err = run(
+        capsys,
+        "best",
+        "--operator",
+        "conv2d",
+        "--device",
+        A100,
+        "--db",
+        db_url,
+        "--format",
+        "header",
+    )
     assert code == 1 and err.strip().startswith("error: no tuned shapes of conv2d")

@@ -22,8 +22,15 @@ from tests.server.live import Server
 pytestmark = pytest.mark.browser
 
 CHROMIUM = os.environ.get("KTUNE_CHROMIUM", "/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 SHOTS = Path(__file__).resolve().parents[2] / "out" / "screenshots"
 
 
@@ -74,12 +81,23 @@ def _job_with_predictions(path: Path) -> int:
     wl = source.workload
     with TuningLog.open(f"sqlite:///{path}") as tlog:
         device = tlog.get_or_create_device(source.recording.device_name)
-        workload = tlog.get_or_create_workload(wl.key, wl.operator, wl.shape, space=source.space.to_dict())
-        spec = JobSpec(workload.id, device.id, "replay", "random", 0, 4, 12, None, None, source.options())
+        workload = tlog.get_or_create_workload(
+            wl.key, wl.operator, wl.shape, space=source.space.to_dict()
+        )
+        spec = JobSpec(
+            workload.id, device.id, "replay", "random", 0, 4, 12, None, None, source.options()
+        )
         job = tlog.create_job(spec, state="running")
         rows = [
-            TrialIn(config=c, config_key=source.space.key(c), status="ok", time_ms=5.0 + i,
-                    predicted=4.0 + 1.2 * i, seq=i, clock_s=float(i))
+            TrialIn(
+                config=c,
+                config_key=source.space.key(c),
+                status="ok",
+                time_ms=5.0 + i,
+                predicted=4.0 + 1.2 * i,
+                seq=i,
+                clock_s=float(i),
+            )
             for i, c in enumerate(source.space.configs(list(range(12))))
         ]
         tlog.add_trials(job.id, workload.id, device.id, "replay", rows, clock_s=12.0)
@@ -87,18 +105,30 @@ def _job_with_predictions(path: Path) -> int:
         return job.id
 
 
-def test_dashboard_shows_convergence_and_follows_a_running_job(browser: Any, tmp_path: Path) -> None:
+def test_dashboard_shows_convergence_and_follows_a_running_job(
+    browser: Any, tmp_path: Path
+) -> None:
     with Server(f"sqlite:///{tmp_path / 'dash.db'}", concurrency=2) as server:
         post = lambda body: server.http.post("/v1/jobs", json=body, headers=AUTH).json()
         done = post({"space": PNPOLY, "strategy": "optuna", "seed": 1, "budget": {"trials": 80}})
         post({"space": PNPOLY, "strategy": "random", "seed": 1, "budget": {"trials": 80}})
         # About 24 ms of real time per measurement: runs for a while as the page watches.
-        live = post({"space": PNPOLY, "strategy": "random", "seed": 2, "budget": {"trials": 2000}, "replay_speed": 10})
+        live = post(
+            {
+                "space": PNPOLY,
+                "strategy": "random",
+                "seed": 2,
+                "budget": {"trials": 2000},
+                "replay_speed": 10,
+            }
+        )
         deadline = time.monotonic() + 60
         while server.job(done["id"])["state"] != "done":
             assert time.monotonic() < deadline, "the first job did not finish"
             time.sleep(0.05)
-        trials = server.http.get(f"/v1/jobs/{done['id']}/trials", params={"limit": 5000}).json()["items"]
+        trials = server.http.get(f"/v1/jobs/{done['id']}/trials", params={"limit": 5000}).json()[
+            "items"
+        ]
         n_ok = sum(t["status"] == "ok" for t in trials)
         n_failed = len(trials) - n_ok
         assert n_failed > 0  # pnpoly has configs that fail at run time: both kinds are drawn
@@ -111,7 +141,9 @@ def test_dashboard_shows_convergence_and_follows_a_running_job(browser: Any, tmp
         page.goto(server.url)
         page.wait_for_selector("#jobs-table tbody tr")
         assert page.locator("#jobs-table tbody tr").count() == 3
-        assert page.locator(f'#jobs-table tr[data-job="{done["id"]}"] .badge').inner_text() == "done"
+        assert (
+            page.locator(f'#jobs-table tr[data-job="{done["id"]}"] .badge').inner_text() == "done"
+        )
 
         plot = "#plot-measurements"
 

@@ -21,15 +21,25 @@ def _reference(tmp_path: Path) -> list[dict]:
     """The configs an uninterrupted job with the same request measures."""
     with TuningLog.open(f"sqlite:///{tmp_path / 'reference.db'}") as tlog:
         source = ReplaySource.open(bundled_recordings()[CONV])
-        job = create_job(tlog, JobRequest(source, "optuna", Budget(max_trials=BUDGET), seed=7, batch_size=2))
+        job = create_job(
+            tlog, JobRequest(source, "optuna", Budget(max_trials=BUDGET), seed=7, batch_size=2)
+        )
         run_job(tlog, job.id)
         return [t.config for t in tlog.job_trials(job.id)]
 
 
-def test_kill_9_mid_job_then_restart_completes_with_exactly_the_budget(db_url: str, tmp_path: Path) -> None:
+def test_kill_9_mid_job_then_restart_completes_with_exactly_the_budget(
+    db_url: str, tmp_path: Path
+) -> None:
     with Server(db_url, lease_seconds=1) as first:
-        body = {"space": CONV, "strategy": "optuna", "seed": 7, "batch_size": 2, "budget": {"trials": BUDGET},
-                "replay_speed": 100}  # about 25 ms of real time per measurement
+        body = {
+            "space": CONV,
+            "strategy": "optuna",
+            "seed": 7,
+            "batch_size": 2,
+            "budget": {"trials": BUDGET},
+            "replay_speed": 100,
+        }  # about 25 ms of real time per measurement
         created = first.http.post("/v1/jobs", json=body, headers=AUTH)
         assert created.status_code == 201, created.text
         job_id = created.json()["id"]
@@ -50,7 +60,9 @@ def test_kill_9_mid_job_then_restart_completes_with_exactly_the_budget(db_url: s
             assert time.monotonic() < deadline, f"the job was not resumed: {job}"
             time.sleep(0.05)
         assert job["state"] == "done" and job["n_trials"] == BUDGET, job
-        trials = second.http.get(f"/v1/jobs/{job_id}/trials", params={"limit": 5000}).json()["items"]
+        trials = second.http.get(f"/v1/jobs/{job_id}/trials", params={"limit": 5000}).json()[
+            "items"
+        ]
         assert [t["seq"] for t in trials] == list(range(BUDGET))
         configs = [t["config"] for t in trials]
         assert len({json.dumps(c, sort_keys=True) for c in configs}) == BUDGET

@@ -17,10 +17,14 @@ from ktune.tuner.sources import ReplaySource, bundled_recordings
 CONV = bundled_recordings()["convolution_A4000"]
 
 
-def queue(tlog: TuningLog, n: int, budget: int = 15, speed: float | None = None, batch: int = 1) -> list[int]:
+def queue(
+    tlog: TuningLog, n: int, budget: int = 15, speed: float | None = None, batch: int = 1
+) -> list[int]:
     source = ReplaySource.open(CONV, speed=speed)
     return [
-        create_job(tlog, JobRequest(source, "random", Budget(max_trials=budget), seed=i, batch_size=batch)).id
+        create_job(
+            tlog, JobRequest(source, "random", Budget(max_trials=budget), seed=i, batch_size=batch)
+        ).id
         for i in range(n)
     ]
 
@@ -45,7 +49,9 @@ def test_concurrent_claims_never_hand_out_a_job_twice(db_url: str) -> None:
         while (job := tlog.claim_job(owner, 60)) is not None:
             claimed.append((owner, job.id))
 
-    threads = [threading.Thread(target=claim_all, args=(t, f"runner-{i}")) for i, t in enumerate(logs)]
+    threads = [
+        threading.Thread(target=claim_all, args=(t, f"runner-{i}")) for i, t in enumerate(logs)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -132,7 +138,9 @@ def test_stopping_a_runner_requeues_its_job_and_another_resumes_it(db_url: str) 
         wait_for(lambda: tlog.get_job(job_id).n_trials >= 10)  # type: ignore[union-attr]
         first.stop(10)
         job = tlog.get_job(job_id)
-        assert job is not None and job.state == "queued" and job.claimed_by is None and job.error == ""
+        assert (
+            job is not None and job.state == "queued" and job.claimed_by is None and job.error == ""
+        )
         stopped_at = job.n_trials
         assert 10 <= stopped_at < 80
         second = Runner(tlog, lease_s=30, poll_s=0.02, drain=True)
@@ -141,7 +149,9 @@ def test_stopping_a_runner_requeues_its_job_and_another_resumes_it(db_url: str) 
         job = tlog.get_job(job_id)
         trials = tlog.job_trials(job_id)
         assert job is not None and job.state == "done" and job.claimed_by == second.name
-        assert [t.seq for t in trials] == list(range(80)) and len({t.config_key for t in trials}) == 80
+        assert [t.seq for t in trials] == list(range(80)) and len(
+            {t.config_key for t in trials}
+        ) == 80
 
 
 def test_a_job_cancelled_before_its_runner_stops_ends_cancelled_not_queued(db_url: str) -> None:
@@ -167,10 +177,16 @@ def test_a_job_that_cannot_start_is_marked_failed_and_the_runner_goes_on(db_url:
         from ktune.db.queries import job_t
 
         with tlog._write() as conn:
-            conn.execute(update(job_t).where(job_t.c.id == ids[0]).values(options={**bad.spec.options, "digest": "0" * 64}))
+            conn.execute(
+                update(job_t)
+                .where(job_t.c.id == ids[0])
+                .values(options={**bad.spec.options, "digest": "0" * 64})
+            )
         runner = Runner(tlog, poll_s=0.02, drain=True)
         runner.start()
         assert runner.wait(30)
         failed, done = tlog.get_job(ids[0]), tlog.get_job(ids[1])
-        assert failed is not None and failed.state == "failed" and "recording changed" in failed.error
+        assert (
+            failed is not None and failed.state == "failed" and "recording changed" in failed.error
+        )
         assert done is not None and done.state == "done" and done.n_trials == 5

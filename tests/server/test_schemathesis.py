@@ -23,7 +23,12 @@ from ktune.server import Settings, create_app
 from tests.server.conftest import AUTH, CONV, TOKEN, finished, make_client, submit, wait_until
 
 EXAMPLES = 25
-CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+]
 
 
 def test_api_conforms_to_its_schema(db_url: str) -> None:
@@ -42,8 +47,13 @@ def test_api_conforms_to_its_schema(db_url: str) -> None:
         for operation in operations:
 
             @given(case=operation.as_strategy())
-            @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-                      suppress_health_check=list(HealthCheck))
+            @settings(
+                max_examples=EXAMPLES,
+                deadline=None,
+                derandomize=True,
+                database=None,
+                suppress_health_check=list(HealthCheck),
+            )
             def check(case: schemathesis.Case) -> None:
                 case.call_and_validate(headers=AUTH, checks=CHECKS)
 

@@ -8,9 +8,18 @@ import time
 
 from ktune.tuner.measure.pool import WorkerReply
 
-FAKE_GPU = {"name": "Planted GPU", "vendor": "NVIDIA", "architecture": "Ampere", "compute_capability": "8.0",
-            "max_threads_per_block": 1024, "shared_memory_per_block_kib": 48, "shared_memory_per_block_optin_kib": 163,
-            "registers_per_block": 65536, "warp_size": 32, "cuda_driver": 13000}
+FAKE_GPU = {
+    "name": "Planted GPU",
+    "vendor": "NVIDIA",
+    "architecture": "Ampere",
+    "compute_capability": "8.0",
+    "max_threads_per_block": 1024,
+    "shared_memory_per_block_kib": 48,
+    "shared_memory_per_block_optin_kib": 163,
+    "registers_per_block": 65536,
+    "warp_size": 32,
+    "cuda_driver": 13000,
+}
 
 
 class Planted:
@@ -30,8 +39,15 @@ class Planted:
             time.sleep(3600)
         if mode == "raise":
             raise RuntimeError("planted failure")
-        result = {"status": "ok", "time_ms": float(task.get("x", 1)), "times_ms": [float(task.get("x", 1))] * 3,
-                  "compile_ms": 5.0, "bench_ms": 1.0, "error": "", "extra": {"pid": os.getpid()}}
+        result = {
+            "status": "ok",
+            "time_ms": float(task.get("x", 1)),
+            "times_ms": [float(task.get("x", 1))] * 3,
+            "compile_ms": 5.0,
+            "bench_ms": 1.0,
+            "error": "",
+            "extra": {"pid": os.getpid()},
+        }
         if mode == "wrong":
             result.update(status="wrong_result", time_ms=None, error="output differs")
         if mode == "sticky":

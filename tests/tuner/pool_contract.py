@@ -26,7 +26,10 @@ def assert_isolation(pool: SlotPool, *, crash_says: str) -> None:
 
     started = time.perf_counter()
     hung = pool.run({"mode": "hang"})
-    assert hung.status == "timeout" and pool.timeout_s <= time.perf_counter() - started < pool.timeout_s + 10
+    assert (
+        hung.status == "timeout"
+        and pool.timeout_s <= time.perf_counter() - started < pool.timeout_s + 10
+    )
     assert pool.run({"x": 3}).status == "ok"
 
     sticky = pool.run({"mode": "sticky"})

@@ -24,18 +24,47 @@ def ktune(capsys, *args: str) -> tuple[int, str, str]:
 
 
 @pytest.mark.parametrize("strategy", ["random", "optuna"])
-def test_tune_writes_budget_distinct_trials_in_order(capsys, tmp_path: Path, db_url: str, strategy: str) -> None:
+def test_tune_writes_budget_distinct_trials_in_order(
+    capsys, tmp_path: Path, db_url: str, strategy: str
+) -> None:
     out = tmp_path / "x.json"
-    code, stdout, _ = ktune(capsys, "tune", "--replay", PNPOLY, "--strategy", strategy, "--budget", "100",
-                            "--seed", "1", "--out", str(out), "--db", db_url, "--quiet")
+    code, stdout, _ = ktune(
+        capsys,
+        "tune",
+        "--replay",
+        PNPOLY,
+        "--strategy",
+        strategy,
+        "--budget",
+        "100",
+        "--seed",
+        "1",
+        "--out",
+        str(out),
+        "--db",
+        db_url,
+        "--quiet",
+    )
     assert code == 0, stdout
     doc = json.loads(out.read_text())
     assert set(doc) >= {"job", "device", "workload", "strategy", "seed", "trials", "best"}
-    assert doc["device"] == "NVIDIA GeForce RTX 3090" and doc["strategy"] == strategy and doc["seed"] == 1
+    assert (
+        doc["device"] == "NVIDIA GeForce RTX 3090"
+        and doc["strategy"] == strategy
+        and doc["seed"] == 1
+    )
     trials = doc["trials"]
     assert [t["index"] for t in trials] == list(range(100))
     assert len({json.dumps(t["config"], sort_keys=True) for t in trials}) == 100
-    assert set(trials[0]) == {"index", "config", "status", "time_ms", "compile_ms", "bench_ms", "clock_s"}
+    assert set(trials[0]) == {
+        "index",
+        "config",
+        "status",
+        "time_ms",
+        "compile_ms",
+        "bench_ms",
+        "clock_s",
+    }
     clocks = [t["clock_s"] for t in trials]
     assert clocks == sorted(clocks) and clocks[-1] > 0
     ok = [t for t in trials if t["status"] == "ok"]
@@ -45,12 +74,31 @@ def test_tune_writes_budget_distinct_trials_in_order(capsys, tmp_path: Path, db_
 
 
 @pytest.mark.parametrize("strategy", ["random", "optuna"])
-def test_same_seed_gives_the_same_sequence(capsys, tmp_path: Path, db_url: str, strategy: str) -> None:
+def test_same_seed_gives_the_same_sequence(
+    capsys, tmp_path: Path, db_url: str, strategy: str
+) -> None:
     docs = []
     for i in range(2):
         out = tmp_path / f"run{i}.json"
-        code, _, _ = ktune(capsys, "tune", "--replay", CONV, "--strategy", strategy, "--budget", "40",
-                           "--seed", "5", "--batch", "4", "--out", str(out), "--db", db_url, "-q")
+        code, _, _ = ktune(
+            capsys,
+            "tune",
+            "--replay",
+            CONV,
+            "--strategy",
+            strategy,
+            "--budget",
+            "40",
+            "--seed",
+            "5",
+            "--batch",
+            "4",
+            "--out",
+            str(out),
+            "--db",
+            db_url,
+            "-q",
+        )
         assert code == 0
         docs.append(json.loads(out.read_text()))
     assert [t["config"] for t in docs[0]["trials"]] == [t["config"] for t in docs[1]["trials"]]
@@ -59,23 +107,55 @@ def test_same_seed_gives_the_same_sequence(capsys, tmp_path: Path, db_url: str, 
 
 def test_every_trial_lands_in_the_log_and_reads_back(capsys, tmp_path: Path, db_url: str) -> None:
     out = tmp_path / "run.json"
-    ktune(capsys, "tune", "--replay", PNPOLY, "--strategy", "random", "--budget", "25", "--seed", "2",
-          "--out", str(out), "--db", db_url, "-q")
+    ktune(
+        capsys,
+        "tune",
+        "--replay",
+        PNPOLY,
+        "--strategy",
+        "random",
+        "--budget",
+        "25",
+        "--seed",
+        "2",
+        "--out",
+        str(out),
+        "--db",
+        db_url,
+        "-q",
+    )
     doc = json.loads(out.read_text())
     code, stdout, _ = ktune(capsys, "trials", str(doc["job"]), "--format", "json", "--db", db_url)
     assert code == 0 and json.loads(stdout) == doc["trials"]
     code, stdout, _ = ktune(capsys, "trials", str(doc["job"]), "--format", "csv", "--db", db_url)
     rows = list(csv.DictReader(io.StringIO(stdout)))
-    assert len(rows) == 25 and rows[0]["block_size_x"] == str(doc["trials"][0]["config"]["block_size_x"])
+    assert len(rows) == 25 and rows[0]["block_size_x"] == str(
+        doc["trials"][0]["config"]["block_size_x"]
+    )
     code, stdout, _ = ktune(capsys, "best", "--format", "json", "--db", db_url)
     best = json.loads(stdout)
     (seq,) = [t["index"] for t in doc["trials"] if t["config"] == doc["best"]["config"]]
-    assert best == [{"workload": doc["workload"], "device": doc["device"], "time_ms": doc["best"]["time_ms"],
-                     "config": doc["best"]["config"], "job": doc["job"], "trial": seq, "tuning": False}]
+    assert best == [
+        {
+            "workload": doc["workload"],
+            "device": doc["device"],
+            "time_ms": doc["best"]["time_ms"],
+            "config": doc["best"]["config"],
+            "job": doc["job"],
+            "trial": seq,
+            "tuning": False,
+        }
+    ]
     # the lookup names the same job and position: `ktune trials JOB` finds the trial there
-    code, stdout, _ = ktune(capsys, "best", "-w", doc["workload"], "-d", doc["device"], "-f", "json", "--db", db_url)
+    code, stdout, _ = ktune(
+        capsys, "best", "-w", doc["workload"], "-d", doc["device"], "-f", "json", "--db", db_url
+    )
     answer = json.loads(stdout)
-    assert (answer["job"], answer["trial"], answer["config"]) == (doc["job"], seq, doc["best"]["config"])
+    assert (answer["job"], answer["trial"], answer["config"]) == (
+        doc["job"],
+        seq,
+        doc["best"]["config"],
+    )
     code, stdout, _ = ktune(capsys, "jobs", "--db", db_url)
     assert code == 0 and "random" in stdout and "done" in stdout
     code, stdout, _ = ktune(capsys, "devices", "--db", db_url)
@@ -84,21 +164,48 @@ def test_every_trial_lands_in_the_log_and_reads_back(capsys, tmp_path: Path, db_
 
 def test_time_budget_stops_on_replayed_gpu_time(capsys, tmp_path: Path, db_url: str) -> None:
     out = tmp_path / "t.json"
-    code, stdout, _ = ktune(capsys, "tune", "--replay", CONV, "--strategy", "random", "--time-budget", "30",
-                            "--seed", "1", "--out", str(out), "--db", db_url, "-q")
+    code, stdout, _ = ktune(
+        capsys,
+        "tune",
+        "--replay",
+        CONV,
+        "--strategy",
+        "random",
+        "--time-budget",
+        "30",
+        "--seed",
+        "1",
+        "--out",
+        str(out),
+        "--db",
+        db_url,
+        "-q",
+    )
     assert code == 0 and "time budget reached" in stdout
     clocks = [t["clock_s"] for t in json.loads(out.read_text())["trials"]]
     assert clocks[-1] >= 30 > clocks[-2]
 
 
-def test_import_then_export_round_trips_and_reimport_is_refused(capsys, tmp_path: Path, db_url: str) -> None:
+def test_import_then_export_round_trips_and_reimport_is_refused(
+    capsys, tmp_path: Path, db_url: str
+) -> None:
     code, stdout, _ = ktune(capsys, "import", PNPOLY, "--db", db_url)
     assert code == 0 and "imported 4092 records" in stdout
     code, stdout, _ = ktune(capsys, "import", PNPOLY, "--db", db_url)
     assert code == 0 and "already in the log" in stdout
     exported = tmp_path / "pnpoly.json"
-    code, stdout, _ = ktune(capsys, "export", "-w", "cn_pnpoly/20000000/-", "-d", "NVIDIA GeForce RTX 3090",
-                            "-o", str(exported), "--db", db_url)
+    code, stdout, _ = ktune(
+        capsys,
+        "export",
+        "-w",
+        "cn_pnpoly/20000000/-",
+        "-d",
+        "NVIDIA GeForce RTX 3090",
+        "-o",
+        str(exported),
+        "--db",
+        db_url,
+    )
     assert code == 0, stdout
     original = json.loads(gzip.decompress(Path(PNPOLY).read_bytes()))["cache"]
     again = json.loads(exported.read_text())["cache"]
@@ -115,6 +222,7 @@ def test_strategies_and_spaces_list_what_is_available(capsys, db_url: str) -> No
 
 # -- bad input: one line, non-zero exit, nothing written -------------------------------------
 
+
 def _bad_files(tmp: Path) -> dict[str, Path]:
     truncated = tmp / "truncated.json.gz"
     truncated.write_bytes(Path(PNPOLY).read_bytes()[:5000])
@@ -124,13 +232,30 @@ def _bad_files(tmp: Path) -> dict[str, Path]:
     doc["tune_params"]["block_size_x"] = [32, 64]  # records use values the header does not list
     mismatch = tmp / "mismatch.json"
     mismatch.write_text(json.dumps(doc))
-    return {"missing": tmp / "nope.json.gz", "truncated": truncated, "notjson": notjson, "mismatch": mismatch}
+    return {
+        "missing": tmp / "nope.json.gz",
+        "truncated": truncated,
+        "notjson": notjson,
+        "mismatch": mismatch,
+    }
 
 
 @pytest.mark.parametrize(
     "case",
-    ["missing", "truncated", "notjson", "mismatch", "strategy", "constraint", "budget0", "budget-1", "timebudget0",
-     "both", "neither", "batch0"],
+    [
+        "missing",
+        "truncated",
+        "notjson",
+        "mismatch",
+        "strategy",
+        "constraint",
+        "budget0",
+        "budget-1",
+        "timebudget0",
+        "both",
+        "neither",
+        "batch0",
+    ],
 )
 def test_bad_input_gives_one_line_and_writes_nothing(capsys, tmp_path: Path, case: str) -> None:
     files = _bad_files(tmp_path)
@@ -157,23 +282,57 @@ def test_bad_input_gives_one_line_and_writes_nothing(capsys, tmp_path: Path, cas
 
 def test_unreachable_database_is_one_line(capsys, tmp_path: Path) -> None:
     out = tmp_path / "out.json"
-    code, _, stderr = ktune(capsys, "tune", "--replay", PNPOLY, "--budget", "5", "--out", str(out), "-q",
-                            "--db", "postgresql://ktune:secret@127.0.0.1:1/nowhere")
+    code, _, stderr = ktune(
+        capsys,
+        "tune",
+        "--replay",
+        PNPOLY,
+        "--budget",
+        "5",
+        "--out",
+        str(out),
+        "-q",
+        "--db",
+        "postgresql://ktune:secret@127.0.0.1:1/nowhere",
+    )
     lines = [line for line in stderr.splitlines() if line.strip()]
     assert code != 0 and len(lines) == 1 and "secret" not in stderr
     assert not out.exists()
 
 
 def test_constraint_error_names_the_expression(capsys, tmp_path: Path) -> None:
-    _, _, stderr = ktune(capsys, "tune", "--replay", PNPOLY, "--constraint", "block_size_x < bogus", "--db",
-                         f"sqlite:///{tmp_path}/l.db")
+    _, _, stderr = ktune(
+        capsys,
+        "tune",
+        "--replay",
+        PNPOLY,
+        "--constraint",
+        "block_size_x < bogus",
+        "--db",
+        f"sqlite:///{tmp_path}/l.db",
+    )
     assert "block_size_x < bogus" in stderr and "bogus" in stderr
 
 
 def test_extra_constraint_restricts_what_is_measured(capsys, tmp_path: Path, db_url: str) -> None:
     out = tmp_path / "c.json"
-    code, _, _ = ktune(capsys, "tune", "--replay", PNPOLY, "--constraint", "block_size_x <= 128 and tile_size in [1, 2]",
-                       "--strategy", "random", "--budget", "30", "--out", str(out), "--db", db_url, "-q")
+    code, _, _ = ktune(
+        capsys,
+        "tune",
+        "--replay",
+        PNPOLY,
+        "--constraint",
+        "block_size_x <= 128 and tile_size in [1, 2]",
+        "--strategy",
+        "random",
+        "--budget",
+        "30",
+        "--out",
+        str(out),
+        "--db",
+        db_url,
+        "-q",
+    )
     assert code == 0
     configs = [t["config"] for t in json.loads(out.read_text())["trials"]]
     assert all(c["block_size_x"] <= 128 and c["tile_size"] in (1, 2) for c in configs)
@@ -186,14 +345,29 @@ def test_resume_of_unknown_job_is_one_line(capsys, tmp_path: Path) -> None:
 
 def test_tune_without_a_strategy_runs_the_default_auto(capsys, tmp_path: Path, db_url: str) -> None:
     out = tmp_path / "auto.json"
-    code, stdout, _ = ktune(capsys, "tune", "--replay", PNPOLY, "--budget", "24", "--seed", "2",
-                            "--out", str(out), "--db", db_url, "-q")
+    code, stdout, _ = ktune(
+        capsys,
+        "tune",
+        "--replay",
+        PNPOLY,
+        "--budget",
+        "24",
+        "--seed",
+        "2",
+        "--out",
+        str(out),
+        "--db",
+        db_url,
+        "-q",
+    )
     assert code == 0, stdout
     doc = json.loads(out.read_text())
     assert doc["strategy"] == "auto" and len(doc["trials"]) == 24
 
 
-def test_a_recording_that_names_no_device_is_tuned_and_imported(capsys, tmp_path: Path, db_url: str) -> None:
+def test_a_recording_that_names_no_device_is_tuned_and_imported(
+    capsys, tmp_path: Path, db_url: str
+) -> None:
     """An empty ``device_name`` (as Kernel Tuner writes it for some AMD GPUs) used to stop
     ``tune`` and ``import`` with 'a device needs a name'."""
     with gzip.open(PNPOLY, "rt") as fh:
@@ -202,8 +376,21 @@ def test_a_recording_that_names_no_device_is_tuned_and_imported(capsys, tmp_path
     unnamed = tmp_path / "unnamed.json"
     unnamed.write_text(json.dumps(doc))
     out = tmp_path / "x.json"
-    code, stdout, stderr = ktune(capsys, "tune", "--replay", str(unnamed), "--budget", "12", "--seed", "1",
-                                 "--out", str(out), "--db", db_url, "--quiet")
+    code, stdout, stderr = ktune(
+        capsys,
+        "tune",
+        "--replay",
+        str(unnamed),
+        "--budget",
+        "12",
+        "--seed",
+        "1",
+        "--out",
+        str(out),
+        "--db",
+        db_url,
+        "--quiet",
+    )
     assert code == 0, stderr
     device = json.loads(out.read_text())["device"]
     assert device.startswith("unknown GPU (recording ")

@@ -39,40 +39,76 @@ def odd(db_url: str) -> str:
             wl = Workload("kw", shape)
             w = tlog.get_or_create_workload(wl.key, wl.operator, wl.shape, wl.dtype)
             config = {name: 10 * i + j for j, name in enumerate(ODD)}
-            tlog.add_trials(None, w.id, d.id, "import", [
-                TrialIn(config=config, config_key=json.dumps(config), status="ok", time_ms=1.0 + i)
-            ])
+            tlog.add_trials(
+                None,
+                w.id,
+                d.id,
+                "import",
+                [
+                    TrialIn(
+                        config=config, config_key=json.dumps(config), status="ok", time_ms=1.0 + i
+                    )
+                ],
+            )
     return db_url
 
 
-def test_a_workload_key_and_a_device_get_the_lookups_answer(capsys: pytest.CaptureFixture[str], odd: str) -> None:
-    code, out, _ = run(capsys, "best", "-w", "kw/2048x1024/-", "-d", A4000, "-f", "json", "--db", odd)
+def test_a_workload_key_and_a_device_get_the_lookups_answer(
+    capsys: pytest.CaptureFixture[str], odd: str
+) -> None:
+    code, out, _ = run(
+        capsys, "best", "-w", "kw/2048x1024/-", "-d", A4000, "-f", "json", "--db", odd
+    )
     answer = ktune.lookup(workload="kw/2048x1024/-", device=A4000, db=odd)
     assert code == 0 and answer is not None and answer.tier == "nearest_shape"
     assert json.loads(out) == answer.to_dict()
-    code, _, err = run(capsys, "best", "-w", "kw/2048x1024/-", "-d", A4000, "-f", "json", "--exact", "--db", odd)
+    code, _, err = run(
+        capsys, "best", "-w", "kw/2048x1024/-", "-d", A4000, "-f", "json", "--exact", "--db", odd
+    )
     assert code == 1 and "no tuned config" in err
     code, _, err = run(capsys, "best", "-w", "garbage", "-d", A4000, "-f", "json", "--db", odd)
     assert code == 2 and err.startswith("error: --workload:")
-    code, _, err = run(capsys, "best", "-w", "kw/1024x1024/-", "-d", A4000, "--dtype", "float16", "--db", odd)
+    code, _, err = run(
+        capsys, "best", "-w", "kw/1024x1024/-", "-d", A4000, "--dtype", "float16", "--db", odd
+    )
     assert code == 2 and "give either" in err
     code, _, err = run(capsys, "best", "--exact", "--db", odd)
     assert code == 2 and "apply to a lookup" in err
 
 
-def test_a_device_name_in_another_case_is_the_same_device(capsys: pytest.CaptureFixture[str], odd: str) -> None:
+def test_a_device_name_in_another_case_is_the_same_device(
+    capsys: pytest.CaptureFixture[str], odd: str
+) -> None:
     answer = ktune.lookup("kw", "1024x1024", device="nvidia  rtx_a4000", db=odd)
     assert answer is not None and answer.tier == "exact" and answer.device == A4000
-    code, out, _ = run(capsys, "best", "--operator", "kw", "-d", "nvidia rtx a4000", "-f", "header", "--db", odd)
+    code, out, _ = run(
+        capsys, "best", "--operator", "kw", "-d", "nvidia rtx a4000", "-f", "header", "--db", odd
+    )
     assert code == 0 and f"on {A4000}:" in out
 
 
-@pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("g++") is None, reason="needs gcc and g++")
+@pytest.mark.skipif(
+    shutil.which("gcc") is None or shutil.which("g++") is None, reason="needs gcc and g++"
+)
 def test_the_header_compiles_whatever_the_parameters_are_called(
     capsys: pytest.CaptureFixture[str], odd: str, tmp_path: Path
 ) -> None:
-    code, _, _ = run(capsys, "best", "--operator", "kw", "--shape", "1000x1000", "-d", A4000, "-f", "header",
-                     "-o", str(tmp_path / "tuned.h"), "--db", odd)
+    code, _, _ = run(
+        capsys,
+        "best",
+        "--operator",
+        "kw",
+        "--shape",
+        "1000x1000",
+        "-d",
+        A4000,
+        "-f",
+        "header",
+        "-o",
+        str(tmp_path / "tuned.h"),
+        "--db",
+        odd,
+    )
     assert code == 0
     fields = ["int_", "class_", "unix_", "errno_", "h", "tier", "n_tuned", "block_size_x"]
     program = (
@@ -86,21 +122,36 @@ def test_the_header_compiles_whatever_the_parameters_are_called(
     for compiler, source, std in (("gcc", "main.c", "-std=c99"), ("g++", "main.cpp", "-std=c++17")):
         (tmp_path / source).write_text(program)
         exe = tmp_path / f"prog-{compiler}"
-        build = subprocess.run([compiler, std, "-Wall", "-Wextra", "-Werror", "-o", str(exe), source, "-lm"],
-                               cwd=tmp_path, capture_output=True, text=True, check=False)
+        build = subprocess.run(
+            [compiler, std, "-Wall", "-Wextra", "-Werror", "-o", str(exe), source, "-lm"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         assert build.returncode == 0, build.stderr
-        lines = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()
+        lines = subprocess.run(
+            [str(exe)], capture_output=True, text=True, check=True
+        ).stdout.splitlines()
         assert lines[:-1] == [str(10 + j) for j in range(len(ODD))]  # 4096x4096 is nearest
-        assert lines[-1] == f"{ODD.index('tier')} {ODD.index('h')} nearest_shape 1"  # 1000x1000: 1024x1024
+        assert (
+            lines[-1] == f"{ODD.index('tier')} {ODD.index('h')} nearest_shape 1"
+        )  # 1000x1000: 1024x1024
 
 
 def test_the_header_of_a_device_without_tuned_shapes_comes_from_the_most_similar(
     capsys: pytest.CaptureFixture[str], odd: str
 ) -> None:
     for shape in ([], ["--shape", "1024x1024"]):
-        code, out, _ = run(capsys, "best", "--operator", "kw", *shape, "-d", A6000, "-f", "header", "--db", odd)
-        assert code == 0 and f"Asked for {A6000}, which has none: {A4000} is the most similar" in out
-    code, _, err = run(capsys, "best", "--operator", "kw", "-d", A6000, "-f", "header", "--exact", "--db", odd)
+        code, out, _ = run(
+            capsys, "best", "--operator", "kw", *shape, "-d", A6000, "-f", "header", "--db", odd
+        )
+        assert (
+            code == 0 and f"Asked for {A6000}, which has none: {A4000} is the most similar" in out
+        )
+    code, _, err = run(
+        capsys, "best", "--operator", "kw", "-d", A6000, "-f", "header", "--exact", "--db", odd
+    )
     assert code == 1 and "no tuned shapes of kw" in err
 
 
@@ -111,27 +162,92 @@ def test_the_header_is_the_same_bytes_from_any_copy_of_the_log(
     assert odd.split("/")[-1] not in out and "/*" not in out.replace("/* ", "").replace("/*\n", "")
 
 
-def test_output_is_written_whole_or_not_at_all(capsys: pytest.CaptureFixture[str], odd: str, tmp_path: Path) -> None:
+def test_output_is_written_whole_or_not_at_all(
+    capsys: pytest.CaptureFixture[str], odd: str, tmp_path: Path
+) -> None:
     (tmp_path / "out").mkdir()
     target = tmp_path / "out" / "best.json"
     target.write_text("previous answer\n")
-    code, _, _ = run(capsys, "best", "--operator", "kw", "--shape", "64x64", "-d", A4000, "-f", "json", "--exact",
-                     "-o", str(target), "--db", odd)
+    code, _, _ = run(
+        capsys,
+        "best",
+        "--operator",
+        "kw",
+        "--shape",
+        "64x64",
+        "-d",
+        A4000,
+        "-f",
+        "json",
+        "--exact",
+        "-o",
+        str(target),
+        "--db",
+        odd,
+    )
     assert code == 1 and target.read_text() == "previous answer\n"
-    assert run(capsys, "best", "--operator", "kw", "--shape", "1024x1024", "-d", A4000, "-f", "json",
-               "-o", str(target), "--db", odd)[0] == 0
+    assert (
+        run(
+            capsys,
+            "best",
+            "--operator",
+            "kw",
+            "--shape",
+            "1024x1024",
+            "-d",
+            A4000,
+            "-f",
+            "json",
+            "-o",
+            str(target),
+            "--db",
+            odd,
+        )[0]
+        == 0
+    )
     assert json.loads(target.read_text())["tier"] == "exact"
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["best.json"]  # no temporary file left
-    code, _, err = run(capsys, "best", "--operator", "kw", "--shape", "1024x1024", "-d", A4000, "-f", "json",
-                       "-o", str(target / "x.json"), "--db", odd)
+    code, _, err = run(
+        capsys,
+        "best",
+        "--operator",
+        "kw",
+        "--shape",
+        "1024x1024",
+        "-d",
+        A4000,
+        "-f",
+        "json",
+        "-o",
+        str(target / "x.json"),
+        "--db",
+        odd,
+    )
     assert code == 2 and err.count("\n") == 1 and "is not a directory" in err
 
 
 def test_env_takes_a_prefix_per_kernel(capsys: pytest.CaptureFixture[str], odd: str) -> None:
-    args = ["best", "--operator", "kw", "--shape", "1024x1024", "-d", A4000, "-f", "env", "--db", odd]
+    args = [
+        "best",
+        "--operator",
+        "kw",
+        "--shape",
+        "1024x1024",
+        "-d",
+        A4000,
+        "-f",
+        "env",
+        "--db",
+        odd,
+    ]
     code, out, _ = run(capsys, *args, "--prefix", "KW_")
     lines = out.splitlines()
-    assert code == 0 and "KW_TIER=exact" in lines and "KW_TIER_=5" in lines and "KW_BLOCK_SIZE_X=7" in lines
+    assert (
+        code == 0
+        and "KW_TIER=exact" in lines
+        and "KW_TIER_=5" in lines
+        and "KW_BLOCK_SIZE_X=7" in lines
+    )
     assert run(capsys, *args, "--prefix", "1X")[0] == 2
     assert run(capsys, "best", "-f", "json", "--prefix", "X_", "--db", odd)[0] == 2
 
@@ -147,7 +263,13 @@ def test_lookup_shapes_numpy_sizes_and_bounds(odd: str) -> None:
 
 def test_workload_keys_take_plain_digits_only() -> None:
     assert Workload.from_key("kw/1024x8/-").shape == (1024, 8)
-    for key in ("kw/1_024x8/-", "kw/+1024x8/-", "kw/ 1024x8/-", "kw/١٠x8/-", "kw/" + "9" * 5000 + "/-"):
+    for key in (
+        "kw/1_024x8/-",
+        "kw/+1024x8/-",
+        "kw/ 1024x8/-",
+        "kw/١٠x8/-",
+        "kw/" + "9" * 5000 + "/-",
+    ):
         with pytest.raises(WorkloadError):
             Workload.from_key(key)
     with pytest.raises(WorkloadError):
@@ -161,7 +283,9 @@ def test_a_build_time_lookup_creates_and_changes_nothing(
     """A build reads the log: a mistyped path is an error naming it (exit 4), not a new empty
     log and an 'unknown workload'; a real log's file is left byte for byte as it was."""
     missing = tmp_path / "nowhere" / "k.db"
-    code, out, err = run(capsys, "best", "-w", "kw/1024x1024/-", "-d", A4000, "--db", f"sqlite:///{missing}")
+    code, out, err = run(
+        capsys, "best", "-w", "kw/1024x1024/-", "-d", A4000, "--db", f"sqlite:///{missing}"
+    )
     assert code == 4 and out == "" and "no such tuning log" in err and len(err.splitlines()) == 1
     with pytest.raises(DatabaseError, match="no such tuning log"):
         ktune.lookup(workload="kw/1024x1024/-", device=A4000, db=f"sqlite:///{missing}")
@@ -170,7 +294,9 @@ def test_a_build_time_lookup_creates_and_changes_nothing(
         return
     path = Path(odd.removeprefix("sqlite:///"))
     before = path.read_bytes()  # (a WAL reader may add its -shm index beside it: SQLite's own)
-    code, _, _ = run(capsys, "best", "-w", "kw/1024x1024/-", "-d", A4000, "-f", "header", "--db", odd)
+    code, _, _ = run(
+        capsys, "best", "-w", "kw/1024x1024/-", "-d", A4000, "-f", "header", "--db", odd
+    )
     assert code == 0
     assert ktune.lookup(workload="kw/1024x1024/-", device=A4000, db=odd) is not None
     assert path.read_bytes() == before
@@ -183,6 +309,8 @@ def test_output_makes_missing_folders_and_leaves_an_unchanged_answer_untouched(
     argv = ("best", "--operator", "kw", "-d", A4000, "-f", "header", "-o", str(header), "--db", odd)
     assert run(capsys, *argv)[0] == 0 and header.read_text().startswith("/*")
     stamp = header.stat().st_mtime_ns
-    assert run(capsys, *argv)[0] == 0 and header.stat().st_mtime_ns == stamp  # no rebuild for nothing new
+    assert (
+        run(capsys, *argv)[0] == 0 and header.stat().st_mtime_ns == stamp
+    )  # no rebuild for nothing new
     header.write_text("stale")
     assert run(capsys, *argv)[0] == 0 and header.read_text().startswith("/*")

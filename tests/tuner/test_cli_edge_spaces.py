@@ -23,18 +23,44 @@ def _recording(tmp_path: Path, n: int, status: str | None) -> Path:
     rs = load_cache(PNPOLY)
     records = list(rs.records.values())[:n]
     if status is not None:
-        records = [dataclasses.replace(r, status=status, time_ms=None, times_ms=()) for r in records]
+        records = [
+            dataclasses.replace(r, status=status, time_ms=None, times_ms=()) for r in records
+        ]
     path = tmp_path / f"small-{status}.json"
-    write_cache(path, device_name=rs.device_name, kernel_name=rs.kernel_name, problem_size=rs.problem_size,
-                parameters=rs.parameters, records=records)
+    write_cache(
+        path,
+        device_name=rs.device_name,
+        kernel_name=rs.kernel_name,
+        problem_size=rs.problem_size,
+        parameters=rs.parameters,
+        records=records,
+    )
     return path
 
 
 @pytest.mark.parametrize("strategy", strategies.names())
-def test_a_space_smaller_than_the_budget_ends_when_used_up(capsys, tmp_path: Path, strategy: str) -> None:
+def test_a_space_smaller_than_the_budget_ends_when_used_up(
+    capsys, tmp_path: Path, strategy: str
+) -> None:
     path, out = _recording(tmp_path, 12, None), tmp_path / "out.json"
-    code = main(["tune", "--replay", str(path), "--strategy", strategy, "--budget", "50", "--seed", "1",
-                 "--db", f"sqlite:///{tmp_path / 'log.db'}", "--out", str(out), "-q"])
+    code = main(
+        [
+            "tune",
+            "--replay",
+            str(path),
+            "--strategy",
+            strategy,
+            "--budget",
+            "50",
+            "--seed",
+            "1",
+            "--db",
+            f"sqlite:///{tmp_path / 'log.db'}",
+            "--out",
+            str(out),
+            "-q",
+        ]
+    )
     stdout = capsys.readouterr().out
     assert code == 0
     assert "every configuration of the space measured" in stdout and "measurements  12" in stdout
@@ -45,7 +71,9 @@ def test_a_space_smaller_than_the_budget_ends_when_used_up(capsys, tmp_path: Pat
 @pytest.mark.parametrize("strategy", strategies.names())
 def test_a_space_where_everything_fails_says_so(capsys, tmp_path: Path, strategy: str) -> None:
     path, db = _recording(tmp_path, 15, "runtime_error"), f"sqlite:///{tmp_path / 'log.db'}"
-    code = main(["tune", "--replay", str(path), "--strategy", strategy, "--budget", "40", "--db", db, "-q"])
+    code = main(
+        ["tune", "--replay", str(path), "--strategy", strategy, "--budget", "40", "--db", db, "-q"]
+    )
     captured = capsys.readouterr()
     assert code == 3
     assert "Traceback" not in captured.err

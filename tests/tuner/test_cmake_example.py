@@ -27,23 +27,38 @@ pytestmark = pytest.mark.skipif(
 
 
 def _cmake(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(["cmake", *args], capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        ["cmake", *args], capture_output=True, text=True, timeout=300, check=False
+    )
     if check and done.returncode != 0:
         raise AssertionError(done.stdout + done.stderr)
     return done
 
 
 def _show(build: Path, *shape: int) -> dict[str, int]:
-    out = subprocess.run([str(build / "show_config"), *map(str, shape)], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [str(build / "show_config"), *map(str, shape)], capture_output=True, text=True, check=True
+    ).stdout
     return {k: int(v) for k, v in (item.split("=") for item in out.split())}
 
 
 def test_a_cmake_build_reads_its_configs_from_the_log(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'k.db'}"
-    subprocess.run([str(KTUNE), "import", str(bundled_recordings()["convolution_A4000"]), "--db", url],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [str(KTUNE), "import", str(bundled_recordings()["convolution_A4000"]), "--db", url],
+        check=True,
+        capture_output=True,
+    )
     build = tmp_path / "build"
-    _cmake("-S", str(EXAMPLE), "-B", str(build), f"-DKTUNE={KTUNE}", f"-DKTUNE_DEVICE={A4000}", f"-DKTUNE_DB={url}")
+    _cmake(
+        "-S",
+        str(EXAMPLE),
+        "-B",
+        str(build),
+        f"-DKTUNE={KTUNE}",
+        f"-DKTUNE_DEVICE={A4000}",
+        f"-DKTUNE_DB={url}",
+    )
     _cmake("--build", str(build))
     answer = ktune.lookup(workload="convolution_kernel/4096x4096/-", device=A4000, db=url)
     assert answer is not None and _show(build, 4096, 4096) == answer.config
@@ -56,10 +71,17 @@ def test_a_cmake_build_reads_its_configs_from_the_log(tmp_path: Path) -> None:
     # a newly tuned shape reaches the program on the next build
     config = dict(answer.config, block_size_x=32, tile_size_x=8)
     with TuningLog.open(url) as tlog:
-        wl = tlog.get_or_create_workload("convolution_kernel/1024x1024/-", "convolution_kernel", (1024, 1024), "")
+        wl = tlog.get_or_create_workload(
+            "convolution_kernel/1024x1024/-", "convolution_kernel", (1024, 1024), ""
+        )
         dev = tlog.get_or_create_device(A4000)
-        tlog.add_trials(None, wl.id, dev.id, "import",
-                        [TrialIn(config=config, config_key=json.dumps(config), status="ok", time_ms=0.1)])
+        tlog.add_trials(
+            None,
+            wl.id,
+            dev.id,
+            "import",
+            [TrialIn(config=config, config_key=json.dumps(config), status="ok", time_ms=0.1)],
+        )
     rebuilt = _cmake("--build", str(build))
     assert "Building C object" in rebuilt.stdout
     assert _show(build, 1000, 1000) == config and _show(build, 4096, 4096) == answer.config

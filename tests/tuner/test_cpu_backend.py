@@ -19,7 +19,9 @@ from ktune.tuner.measure.cpu_detect import cpu_spec
 from ktune.tuner.measure.timing import TimingSettings
 from tests.tuner.cpu_planted import Planted
 
-pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc) on this machine")
+pytestmark = pytest.mark.skipif(
+    shutil.which("cc") is None, reason="no C compiler (cc) on this machine"
+)
 
 QUICK = TimingSettings(warmup=1, min_repeats=3, min_time_s=0.0, max_repeats=5)
 
@@ -34,11 +36,17 @@ def test_every_kind_of_failure_is_a_status_and_the_worker_survives_it() -> None:
         statuses = [m.status for m in backend.measure([{"behaviour": b} for b in order])]
     finally:
         backend.close()
-    assert results["copy"].status is Status.OK and results["copy"].time_ms > 0 and len(results["copy"].times_ms) >= 3
+    assert (
+        results["copy"].status is Status.OK
+        and results["copy"].time_ms > 0
+        and len(results["copy"].times_ms) >= 3
+    )
     assert results["wrong"].status is Status.WRONG_RESULT and "tolerance" in results["wrong"].error
     assert results["segfault"].status is Status.RUNTIME_ERROR and "-11" in results["segfault"].error
     assert results["hang"].status is Status.TIMEOUT
-    assert results["fails"].status is Status.RUNTIME_ERROR and "returned 3" in results["fails"].error
+    assert (
+        results["fails"].status is Status.RUNTIME_ERROR and "returned 3" in results["fails"].error
+    )
     assert results["syntax"].status is Status.COMPILE_ERROR and "error" in results["syntax"].error
     assert results["slow_copy"].status is Status.OK
     # a crash or a hang replaces the worker; the measurements after it are unaffected
@@ -56,7 +64,9 @@ def test_compiled_libraries_are_removed_on_close() -> None:
     assert not workdir.exists()
 
 
-def measure_sample(name: str, workload: Workload, n: int, seed: int) -> tuple[list[Measurement], CpuBackend]:
+def measure_sample(
+    name: str, workload: Workload, n: int, seed: int
+) -> tuple[list[Measurement], CpuBackend]:
     """``n`` configs of the operator's space for this CPU, drawn with ``seed``, measured."""
     op = get_cpu(name)
     space = op.space(workload, CpuLimits.from_spec(cpu_spec()))
@@ -71,7 +81,9 @@ def measure_sample(name: str, workload: Workload, n: int, seed: int) -> tuple[li
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_matmul_configs_compute_the_product_on_odd_shapes(dtype: str) -> None:
     """Sampled configs of cpu_matmul, on a shape no tile divides, all pass the reference check."""
-    results, backend = measure_sample("cpu_matmul", get_cpu("cpu_matmul").workload("37x53x29", dtype), 12, 0)
+    results, backend = measure_sample(
+        "cpu_matmul", get_cpu("cpu_matmul").workload("37x53x29", dtype), 12, 0
+    )
     assert [r.status for r in results] == [Status.OK] * len(results), [r.error for r in results]
     assert all(r.extra["max_error_ratio"] <= 1.0 and r.compile_ms > 0 for r in results)
     assert backend.spec["name"] == cpu_spec()["name"] and backend.spec["compiler"]
@@ -125,16 +137,24 @@ def test_a_missing_compiler_is_a_backend_error(monkeypatch) -> None:
 
 
 def test_the_cpu_spec_reads_cpuinfo_and_caches(tmp_path: Path) -> None:
-    for level, kind, size in (("1", "Data", "32K"), ("1", "Instruction", "32K"), ("2", "Unified", "1024K"),
-                              ("3", "Unified", "32M")):
+    for level, kind, size in (
+        ("1", "Data", "32K"),
+        ("1", "Instruction", "32K"),
+        ("2", "Unified", "1024K"),
+        ("3", "Unified", "32M"),
+    ):
         index = tmp_path / f"index{level}{kind[0]}"
         index.mkdir()
         for name, value in (("level", level), ("type", kind), ("size", size)):
             (index / name).write_text(value + "\n")
-    info = ("processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R)   Gold 6338 CPU @ 2.00GHz\n"
-            "flags\t\t: fpu sse2 avx avx2 fma\n\nprocessor\t: 1\nmodel name\t: other\n")
+    info = (
+        "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R)   Gold 6338 CPU @ 2.00GHz\n"
+        "flags\t\t: fpu sse2 avx avx2 fma\n\nprocessor\t: 1\nmodel name\t: other\n"
+    )
     spec = cpu_spec(info, tmp_path)
-    assert spec["name"].startswith("Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz (") and spec["name"].endswith(" cores)")
+    assert spec["name"].startswith("Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz (") and spec[
+        "name"
+    ].endswith(" cores)")
     assert (spec["vendor"], spec["vector_bytes"], spec["vector_registers"]) == ("Intel", 32, 16)
     assert (spec["l1d_bytes"], spec["l2_bytes"], spec["l3_bytes"]) == (32 << 10, 1 << 20, 32 << 20)
 
@@ -147,7 +167,11 @@ def test_a_batch_waits_while_another_job_measures_on_this_machine() -> None:
     results: list[Status] = []
     try:
         with machine_lock():  # another job is measuring
-            thread = threading.Thread(target=lambda: results.extend(m.status for m in backend.measure([{"behaviour": "copy"}])))
+            thread = threading.Thread(
+                target=lambda: results.extend(
+                    m.status for m in backend.measure([{"behaviour": "copy"}])
+                )
+            )
             thread.start()
             thread.join(1.0)
             assert thread.is_alive() and results == []

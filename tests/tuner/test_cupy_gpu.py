@@ -29,7 +29,10 @@ def _device() -> tuple[dict | None, str]:
         return None, str(exc)
 
 
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_device()[0] is None, reason=f"needs an NVIDIA GPU: {_device()[1]}")]
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(_device()[0] is None, reason=f"needs an NVIDIA GPU: {_device()[1]}"),
+]
 
 QUICK = TimingSettings(warmup=1, min_repeats=3, min_time_s=0.0, flush_l2=False)
 
@@ -48,8 +51,12 @@ ODD = [
 ]
 
 
-@pytest.mark.parametrize(("name", "shape", "dtype", "layout"), ODD, ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in ODD])
-def test_sampled_configs_are_correct_on_odd_sizes(name: str, shape: str, dtype: str, layout: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "shape", "dtype", "layout"), ODD, ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in ODD]
+)
+def test_sampled_configs_are_correct_on_odd_sizes(
+    name: str, shape: str, dtype: str, layout: str
+) -> None:
     op = get(name)
     workload = op.workload(shape, dtype, layout)
     spec, _ = _device()
@@ -78,7 +85,11 @@ extern "C" __global__ void planted(float* out, const float* flag) {
 def test_planted_failures_get_their_status_and_measurement_goes_on() -> None:
     n = 4096
     op = CustomOperator(
-        "planted", PLANTED, "planted", n, {"block_size_x": [128], "mode": [0, 1, 2, 3]},
+        "planted",
+        PLANTED,
+        "planted",
+        n,
+        {"block_size_x": [128], "mode": [0, 1, 2, 3]},
         [np.zeros(n, np.float32), np.zeros(1, np.float32)],
         answer=[np.arange(n, dtype=np.float32), None],
     )
@@ -88,8 +99,15 @@ def test_planted_failures_get_their_status_and_measurement_goes_on() -> None:
         got = backend.measure([{"block_size_x": 128, "mode": m} for m in modes])
     finally:
         backend.close()
-    assert [m.status for m in got] == [Status.OK, Status.RUNTIME_ERROR, Status.OK, Status.TIMEOUT, Status.OK,
-                                       Status.WRONG_RESULT, Status.OK], [(m.status, m.error) for m in got]
+    assert [m.status for m in got] == [
+        Status.OK,
+        Status.RUNTIME_ERROR,
+        Status.OK,
+        Status.TIMEOUT,
+        Status.OK,
+        Status.WRONG_RESULT,
+        Status.OK,
+    ], [(m.status, m.error) for m in got]
     assert got[1].extra.get("worker_restarted")  # an illegal address poisons the context
     assert got[5].time_ms is None and "differs from the reference" in got[5].error
 
@@ -97,8 +115,16 @@ def test_planted_failures_get_their_status_and_measurement_goes_on() -> None:
 def test_timing_the_same_config_twice_agrees_within_3_percent() -> None:
     op = get("matmul")
     workload = op.workload("2048x2048x2048", "float16")
-    config: Config = {"tile_size_y": 128, "tile_size_x": 128, "tile_size_k": 32, "warp_tile_y": 64, "warp_tile_x": 64,
-                      "stages": 3, "vector_width": 8, "group_m": 8}
+    config: Config = {
+        "tile_size_y": 128,
+        "tile_size_x": 128,
+        "tile_size_k": 32,
+        "warp_tile_y": 64,
+        "warp_tile_x": 64,
+        "stages": 3,
+        "vector_width": 8,
+        "group_m": 8,
+    }
     backend = CupyBackend("matmul", workload, timeout_s=120)
     try:
         first, second = backend.measure([config, config])

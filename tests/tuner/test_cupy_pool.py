@@ -27,7 +27,9 @@ def pool():
         yield p
 
 
-def test_crash_hang_raise_and_sticky_errors_are_statuses_and_the_pool_goes_on(pool: WorkerPool) -> None:
+def test_crash_hang_raise_and_sticky_errors_are_statuses_and_the_pool_goes_on(
+    pool: WorkerPool,
+) -> None:
     assert_isolation(pool, crash_says="worker process died (exit code 3)")
 
 
@@ -37,7 +39,10 @@ def test_a_per_task_timeout_overrides_the_default(pool: WorkerPool) -> None:
 
 
 def test_a_worker_that_cannot_start_is_a_pool_error() -> None:
-    with WorkerPool(broken) as p, pytest.raises(PoolError, match="CUDA driver version is insufficient"):
+    with (
+        WorkerPool(broken) as p,
+        pytest.raises(PoolError, match="CUDA driver version is insufficient"),
+    ):
         p.hello()
 
 
@@ -51,7 +56,10 @@ def test_tasks_spread_over_slots_keep_their_order() -> None:
 
 def _planted_operator() -> CustomOperator:
     return CustomOperator(
-        "planted", "", "planted", 1024,
+        "planted",
+        "",
+        "planted",
+        1024,
         {"mode": ["ok", "crash", "hang", "raise", "sticky", "wrong"], "x": [1, 2]},
         [np.zeros(4, np.float32)],
     )
@@ -64,9 +72,20 @@ def test_cupy_backend_maps_every_outcome_to_its_status() -> None:
         assert backend.device_name == "Planted GPU" and backend.spec["cuda_driver"] == 13000
         modes = ["ok", "crash", "hang", "raise", "sticky", "wrong", "ok"]
         got = backend.measure([{"mode": m, "x": 2} for m in modes])
-        assert [m.status for m in got] == [Status.OK, Status.RUNTIME_ERROR, Status.TIMEOUT, Status.RUNTIME_ERROR,
-                                           Status.RUNTIME_ERROR, Status.WRONG_RESULT, Status.OK]
-        assert got[0].time_ms == 2.0 and got[0].times_ms == (2.0, 2.0, 2.0) and got[0].compile_ms == 5.0
+        assert [m.status for m in got] == [
+            Status.OK,
+            Status.RUNTIME_ERROR,
+            Status.TIMEOUT,
+            Status.RUNTIME_ERROR,
+            Status.RUNTIME_ERROR,
+            Status.WRONG_RESULT,
+            Status.OK,
+        ]
+        assert (
+            got[0].time_ms == 2.0
+            and got[0].times_ms == (2.0, 2.0, 2.0)
+            and got[0].compile_ms == 5.0
+        )
         assert "worker process died" in got[1].error and "no answer within" in got[2].error
         assert got[4].extra.get("worker_restarted") and got[5].time_ms is None
         assert all(m.cost_s > 0 for m in got)
@@ -78,9 +97,13 @@ def test_a_job_runs_through_crashes_and_hangs_and_records_them(tmp_path: Path, m
     op = _planted_operator()
     wl = op.workload()
     src = OperatorSource(op, wl, op.space(wl, DeviceLimits()), 0, dict(FAKE_GPU), timeout_s=1.5)
-    monkeypatch.setattr(OperatorSource, "backend", lambda self: CupyBackend(op, wl, factory=planted, timeout_s=1.5))
+    monkeypatch.setattr(
+        OperatorSource, "backend", lambda self: CupyBackend(op, wl, factory=planted, timeout_s=1.5)
+    )
     with TuningLog.open(f"sqlite:///{tmp_path / 'log.db'}") as tlog:
-        job = create_job(tlog, JobRequest(src, "random", Budget(max_trials=12), seed=1, batch_size=3))
+        job = create_job(
+            tlog, JobRequest(src, "random", Budget(max_trials=12), seed=1, batch_size=3)
+        )
         assert job.spec.backend == "cupy" and job.device_name == "Planted GPU"
         outcome = run_job(tlog, job.id, source=src)
         assert outcome.reason in ("budget", "exhausted")
@@ -89,8 +112,14 @@ def test_a_job_runs_through_crashes_and_hangs_and_records_them(tmp_path: Path, m
         assert done is not None
         assert len(trials) == 12 and done.state == "done"
         by_mode = {t.config["mode"]: t.status for t in trials}
-        assert by_mode == {"ok": "ok", "crash": "runtime_error", "hang": "timeout", "raise": "runtime_error",
-                           "sticky": "runtime_error", "wrong": "wrong_result"}
+        assert by_mode == {
+            "ok": "ok",
+            "crash": "runtime_error",
+            "hang": "timeout",
+            "raise": "runtime_error",
+            "sticky": "runtime_error",
+            "wrong": "wrong_result",
+        }
         best = tlog.best(workload_key=wl.key)[0]
         assert best.config["mode"] == "ok" and best.time_ms == 1.0
         device = tlog.get_device("Planted GPU")

@@ -16,7 +16,12 @@ from ktune.tuner.measure.base import BackendError
 from ktune.tuner.sources import OperatorSource, SourceError, open_source
 from tests.tuner.cupy_planted import FAKE_GPU
 
-H100 = {**FAKE_GPU, "name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0", "shared_memory_per_block_optin_kib": 227}
+H100 = {
+    **FAKE_GPU,
+    "name": "NVIDIA H100 80GB HBM3",
+    "compute_capability": "9.0",
+    "shared_memory_per_block_optin_kib": 227,
+}
 
 
 def ktune(capsys, *args: str) -> tuple[int, str, str]:
@@ -27,12 +32,26 @@ def ktune(capsys, *args: str) -> tuple[int, str, str]:
 
 @pytest.fixture
 def no_cupy(monkeypatch):
-    monkeypatch.setattr(detect, "cuda_unavailable", lambda: "no CUDA device: CuPy is not installed (pip install 'ktune[gpu]')")
+    monkeypatch.setattr(
+        detect,
+        "cuda_unavailable",
+        lambda: "no CUDA device: CuPy is not installed (pip install 'ktune[gpu]')",
+    )
 
 
 def test_tune_op_without_a_gpu_is_one_line(capsys, no_cupy, tmp_path: Path) -> None:
-    code, out, err = ktune(capsys, "tune", "--op", "matmul", "--shape", "4096x4096x4096", "--dtype", "float16",
-                           "--db", f"sqlite:///{tmp_path / 'x.db'}")
+    code, out, err = ktune(
+        capsys,
+        "tune",
+        "--op",
+        "matmul",
+        "--shape",
+        "4096x4096x4096",
+        "--dtype",
+        "float16",
+        "--db",
+        f"sqlite:///{tmp_path / 'x.db'}",
+    )
     assert code == 1 and out == ""
     assert err.strip() == "error: no CUDA device: CuPy is not installed (pip install 'ktune[gpu]')"
 
@@ -49,15 +68,28 @@ def test_tune_op_without_a_gpu_is_one_line(capsys, no_cupy, tmp_path: Path) -> N
         (["--op", "matmul", "--shape", "8x8x8", "--timeout", "0"], "timeout must be > 0"),
     ],
 )
-def test_bad_operator_requests_fail_before_touching_a_device(capsys, no_cupy, tmp_path, args, message) -> None:
+def test_bad_operator_requests_fail_before_touching_a_device(
+    capsys, no_cupy, tmp_path, args, message
+) -> None:
     code, _, err = ktune(capsys, "tune", *args, "--db", f"sqlite:///{tmp_path / 'x.db'}")
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
 
 
 def test_demo_without_a_gpu_replays_the_bundled_recording(capsys, no_cupy, tmp_path: Path) -> None:
     out_file = tmp_path / "demo.json"
-    code, _, err = ktune(capsys, "tune", "--demo", "--budget", "5", "--seed", "1", "--out", str(out_file),
-                           "--db", f"sqlite:///{tmp_path / 'x.db'}")
+    code, _, err = ktune(
+        capsys,
+        "tune",
+        "--demo",
+        "--budget",
+        "5",
+        "--seed",
+        "1",
+        "--out",
+        str(out_file),
+        "--db",
+        f"sqlite:///{tmp_path / 'x.db'}",
+    )
     assert code == 0, err
     assert "replaying the bundled convolution_A4000 recording instead" in err
     doc = json.loads(out_file.read_text())
@@ -66,21 +98,36 @@ def test_demo_without_a_gpu_replays_the_bundled_recording(capsys, no_cupy, tmp_p
 
 def test_operator_source_builds_the_space_from_the_detected_device() -> None:
     a100 = OperatorSource.open("matmul", "4096x4096x4096", "float16", detect=lambda: [FAKE_GPU])
-    h100 = OperatorSource.open("matmul", "4096x4096x4096", "float16", detect=lambda: [FAKE_GPU, H100], device=1)
+    h100 = OperatorSource.open(
+        "matmul", "4096x4096x4096", "float16", detect=lambda: [FAKE_GPU, H100], device=1
+    )
     assert a100.device_name == "Planted GPU" and h100.device_name == "NVIDIA H100 80GB HBM3"
     assert len(h100.space) > len(a100.space)  # more shared memory per block
-    narrowed = OperatorSource.open("matmul", "4096x4096x4096", "float16", detect=lambda: [FAKE_GPU],
-                                   constraints=["stages == 2"])
+    narrowed = OperatorSource.open(
+        "matmul",
+        "4096x4096x4096",
+        "float16",
+        detect=lambda: [FAKE_GPU],
+        constraints=["stages == 2"],
+    )
     assert 0 < len(narrowed.space) < len(a100.space)
     with pytest.raises(SourceError, match="no CUDA device 3"):
         OperatorSource.open("matmul", "8x8x8", detect=lambda: [FAKE_GPU], device=3)
     with pytest.raises(SourceError, match="no configuration"):
-        OperatorSource.open("matmul", "8x8x8", detect=lambda: [FAKE_GPU], constraints=["split_k > 100"])
+        OperatorSource.open(
+            "matmul", "8x8x8", detect=lambda: [FAKE_GPU], constraints=["split_k > 100"]
+        )
 
 
 def test_options_rebuild_the_same_source_and_refuse_a_changed_device(monkeypatch) -> None:
-    source = OperatorSource.open("conv2d", "8x64x56x56x64x3x3x1x1x1x1x1x1", "float32", "NHWC",
-                                 detect=lambda: [FAKE_GPU], timeout_s=12)
+    source = OperatorSource.open(
+        "conv2d",
+        "8x64x56x56x64x3x3x1x1x1x1x1x1",
+        "float32",
+        "NHWC",
+        detect=lambda: [FAKE_GPU],
+        timeout_s=12,
+    )
     options = json.loads(json.dumps(source.options()))  # as stored in the tuning log
     monkeypatch.setattr(detect, "detect_devices", lambda: [FAKE_GPU])
     again = open_source("cupy", options)
@@ -94,7 +141,9 @@ def test_options_rebuild_the_same_source_and_refuse_a_changed_device(monkeypatch
         open_source("opencl", options)
 
 
-def test_a_gpu_job_cannot_resume_without_the_gpu(tmp_path: Path, monkeypatch, no_cupy, capsys) -> None:
+def test_a_gpu_job_cannot_resume_without_the_gpu(
+    tmp_path: Path, monkeypatch, no_cupy, capsys
+) -> None:
     source = OperatorSource.open("softmax", "1024x1000", "float16", detect=lambda: [FAKE_GPU])
     url = f"sqlite:///{tmp_path / 'log.db'}"
     with TuningLog.open(url) as tlog:

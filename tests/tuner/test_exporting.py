@@ -59,12 +59,31 @@ def test_export_of_a_space_that_grew_or_changed_under_the_same_workload(
         out = tmp_path / f"{device}.json"
         assert main(["export", "-w", "kern/100/-", "-d", device, "-o", str(out), "--db", db]) == 0
         written, original = load_cache(out), load_cache(source)
-        assert {k: r.time_ms for k, r in written.records.items()} == {k: r.time_ms for k, r in original.records.items()}
-        assert {p.name: set(p.values) for p in written.parameters} == {p.name: set(p.values) for p in original.parameters}
+        assert {k: r.time_ms for k, r in written.records.items()} == {
+            k: r.time_ms for k, r in original.records.items()
+        }
+        assert {p.name: set(p.values) for p in written.parameters} == {
+            p.name: set(p.values) for p in original.parameters
+        }
     capsys.readouterr()
     # one device with trials of two versions: the newest version's trials, and a note
     later = _cache(tmp_path / "x2.json", "GPU X", {"c": [4], "b": [1, 2]})
     assert main(["import", str(later), "--db", db]) == 0
-    assert main(["export", "-w", "kern/100/-", "-d", "GPU X", "-o", str(tmp_path / "x2out.json"), "--db", db]) == 0
+    assert (
+        main(
+            [
+                "export",
+                "-w",
+                "kern/100/-",
+                "-d",
+                "GPU X",
+                "-o",
+                str(tmp_path / "x2out.json"),
+                "--db",
+                db,
+            ]
+        )
+        == 0
+    )
     assert "note: 4 trials of an earlier version" in capsys.readouterr().out
     assert set(load_cache(tmp_path / "x2out.json").records) == {"4,1", "4,2"}

@@ -26,7 +26,9 @@ def _running(tlog: TuningLog) -> JobRecord:
     from ktune.tuner.sources import ReplaySource, bundled_recordings
 
     source = ReplaySource.open(bundled_recordings()["pnpoly_RTX_3090"])
-    return create_job(tlog, JobRequest(source, "random", Budget(max_trials=5), seed=1), state="running")
+    return create_job(
+        tlog, JobRequest(source, "random", Budget(max_trials=5), seed=1), state="running"
+    )
 
 
 @pytest.fixture()
@@ -38,7 +40,9 @@ def job(tmp_path: Path) -> JobRecord:
 def test_a_live_tune_process_on_this_host_holds_its_job(job: JobRecord) -> None:
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        held = dataclasses.replace(job, claimed_by=f"ktune-tune:{socket.gethostname()}:{sleeper.pid}")
+        held = dataclasses.replace(
+            job, claimed_by=f"ktune-tune:{socket.gethostname()}:{sleeper.pid}"
+        )
         assert live_holder(held) == f"ktune tune, process {sleeper.pid}"
     finally:
         sleeper.kill()
@@ -48,7 +52,12 @@ def test_a_live_tune_process_on_this_host_holds_its_job(job: JobRecord) -> None:
 
 def test_no_live_holder_for_this_process_another_host_or_a_job_not_running(job: JobRecord) -> None:
     assert live_holder(dataclasses.replace(job, claimed_by=process_holder())) is None
-    assert live_holder(dataclasses.replace(job, claimed_by=f"ktune-tune:elsewhere.invalid:{os.getppid()}")) is None
+    assert (
+        live_holder(
+            dataclasses.replace(job, claimed_by=f"ktune-tune:elsewhere.invalid:{os.getppid()}")
+        )
+        is None
+    )
     mine = f"ktune-tune:{socket.gethostname()}:{os.getppid()}"
     assert live_holder(dataclasses.replace(job, claimed_by=mine)) is not None
     assert live_holder(dataclasses.replace(job, claimed_by=mine, state="cancelled")) is None
@@ -56,7 +65,9 @@ def test_no_live_holder_for_this_process_another_host_or_a_job_not_running(job: 
 
 def test_a_runner_lease_holds_until_it_expires(job: JobRecord) -> None:
     now = datetime.now(UTC)
-    leased = dataclasses.replace(job, claimed_by="server-1", lease_until=now + timedelta(seconds=30))
+    leased = dataclasses.replace(
+        job, claimed_by="server-1", lease_until=now + timedelta(seconds=30)
+    )
     assert live_holder(leased, now) is not None and "server-1" in str(live_holder(leased, now))
     assert live_holder(leased, now + timedelta(seconds=31)) is None
 
@@ -71,7 +82,10 @@ def test_resume_of_a_job_another_process_is_running_is_refused_then_works_once_i
             patched.setattr(tune_command, "open_source", _must_not_be_called)
             assert main(["tune", "--resume", str(job_id), "--db", db_url, "-q"]) == 2
         err = capsys.readouterr().err.strip()
-        assert err.count("\n") == 0 and f"job {job_id} is running (ktune tune, process {proc.pid})" in err
+        assert (
+            err.count("\n") == 0
+            and f"job {job_id} is running (ktune tune, process {proc.pid})" in err
+        )
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()

@@ -49,14 +49,18 @@ def test_patience_stops_after_no_improvement(small_space) -> None:
 
 
 def test_exhausted_space_ends_cleanly(small_space) -> None:
-    outcome = _tuner(small_space, FunctionBackend(quadratic_time), Budget(max_trials=1000), batch_size=8).run()
+    outcome = _tuner(
+        small_space, FunctionBackend(quadratic_time), Budget(max_trials=1000), batch_size=8
+    ).run()
     assert outcome.reason == "exhausted"
     assert outcome.state.n_trials == len(small_space)
     assert outcome.state.best_config == {"bx": 8, "by": 4}
 
 
 def test_all_failures_leave_no_best(small_space) -> None:
-    outcome = _tuner(small_space, FunctionBackend(lambda c: Status.COMPILE_ERROR), Budget(max_trials=5)).run()
+    outcome = _tuner(
+        small_space, FunctionBackend(lambda c: Status.COMPILE_ERROR), Budget(max_trials=5)
+    ).run()
     assert outcome.state.n_trials == 5 and outcome.state.best_ms is None
 
 
@@ -71,7 +75,11 @@ def test_sink_sees_each_batch_before_the_strategy_learns_it(small_space) -> None
 
     strategy.tell = noted_tell  # type: ignore[method-assign]
     Tuner(
-        small_space, strategy, FunctionBackend(quadratic_time), budget=Budget(max_trials=6), batch_size=3,
+        small_space,
+        strategy,
+        FunctionBackend(quadratic_time),
+        budget=Budget(max_trials=6),
+        batch_size=3,
         sink=lambda b: events.append(f"sink{b.first_seq}"),
     ).run()
     assert events == ["sink0", "tell", "sink3", "tell"]
@@ -80,7 +88,10 @@ def test_sink_sees_each_batch_before_the_strategy_learns_it(small_space) -> None
 def test_clock_is_cumulative_per_measurement(small_space) -> None:
     clocks: list[float] = []
     _tuner(
-        small_space, FunctionBackend(quadratic_time, cost_s=0.5), Budget(max_trials=4), batch_size=2,
+        small_space,
+        FunctionBackend(quadratic_time, cost_s=0.5),
+        Budget(max_trials=4),
+        batch_size=2,
         sink=lambda b: clocks.extend(b.clocks_s),
     ).run()
     assert clocks == [0.5, 1.0, 1.5, 2.0]
@@ -93,7 +104,13 @@ def test_should_stop_is_honoured_between_batches(small_space) -> None:
         calls["n"] += 1
         return calls["n"] > 2
 
-    outcome = _tuner(small_space, FunctionBackend(quadratic_time), Budget(max_trials=20), batch_size=3, should_stop=stop).run()
+    outcome = _tuner(
+        small_space,
+        FunctionBackend(quadratic_time),
+        Budget(max_trials=20),
+        batch_size=3,
+        should_stop=stop,
+    ).run()
     assert outcome.reason == "stopped" and outcome.state.n_trials == 6
 
 

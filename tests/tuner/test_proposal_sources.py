@@ -38,7 +38,11 @@ def space() -> SearchSpace:
 def time_of(config: dict) -> float:
     """Fastest at a=8, b=4, c=16, d=2, s=1."""
     target = {"a": 3, "b": 2, "c": 4, "d": 1}
-    return 1.0 + sum((math.log2(config[k]) - v) ** 2 for k, v in target.items()) + (0.0 if config["s"] else 3.0)
+    return (
+        1.0
+        + sum((math.log2(config[k]) - v) ** 2 for k, v in target.items())
+        + (0.0 if config["s"] else 3.0)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -48,30 +52,42 @@ def times(space: SearchSpace) -> np.ndarray:
 
 def test_tpe_proposals_are_valid_distinct_and_new(space: SearchSpace, times: np.ndarray) -> None:
     rng = np.random.default_rng(0)
-    measured: dict[int, float | None] = {int(i): float(times[i]) for i in rng.choice(len(space), 30, replace=False)}
+    measured: dict[int, float | None] = {
+        int(i): float(times[i]) for i in rng.choice(len(space), 30, replace=False)
+    }
     measured[int(rng.integers(len(space)))] = None  # a failed run
     out = TPESource(space, seed=1).propose(12, measured, set(measured))
     assert len(out) == 12 and len(set(out.tolist())) == 12
     assert all(0 <= i < len(space) and int(i) not in measured for i in out)
 
 
-def test_tpe_warm_started_from_the_prior_proposes_near_the_prior_best(space: SearchSpace, times: np.ndarray) -> None:
+def test_tpe_warm_started_from_the_prior_proposes_near_the_prior_best(
+    space: SearchSpace, times: np.ndarray
+) -> None:
     best = np.argsort(times)
-    prior = [(int(i), float(times[i] / times[best[0]])) for i in best[::7]]  # a spread of the landscape
+    prior = [
+        (int(i), float(times[i] / times[best[0]])) for i in best[::7]
+    ]  # a spread of the landscape
     with_prior = TPESource(space, seed=2, prior=prior).propose(10, {}, set())
     cold = TPESource(space, seed=2).propose(10, {}, set())
     assert np.median(times[with_prior]) < np.median(times[cold])
     assert np.median(times[with_prior]) < np.quantile(times, 0.1)
 
 
-def test_annealing_on_an_exact_scorer_reaches_the_optimum(space: SearchSpace, times: np.ndarray) -> None:
+def test_annealing_on_an_exact_scorer_reaches_the_optimum(
+    space: SearchSpace, times: np.ndarray
+) -> None:
     rng = np.random.default_rng(3)
-    found, score = anneal(space, lambda idx: -times[idx], space.sample(16, rng), rng, steps=120, n=8)
+    found, score = anneal(
+        space, lambda idx: -times[idx], space.sample(16, rng), rng, steps=120, n=8
+    )
     assert int(np.argmin(times)) in found.tolist()
     assert np.all(np.diff(score) <= 0)  # best first
 
 
-def test_coordinate_moves_take_each_knob_in_turn_least_explored_first(space: SearchSpace, times: np.ndarray) -> None:
+def test_coordinate_moves_take_each_knob_in_turn_least_explored_first(
+    space: SearchSpace, times: np.ndarray
+) -> None:
     start = space.index({"a": 1, "b": 1, "c": 1, "d": 1, "s": 0})
     assert start is not None
     picks = coordinate_moves(space, lambda idx: -times[idx], np.array([start]), {start}, 5)
@@ -84,13 +100,16 @@ def test_coordinate_moves_take_each_knob_in_turn_least_explored_first(space: Sea
     # a knob whose alternatives were measured around the incumbent waits its turn
     told = {start} | {i for i, k in zip(picks, changed) if k != "d"}
     again = coordinate_moves(space, lambda idx: -times[idx], np.array([start]), told, 1)
-    assert [next(k for k in "abcds" if space.config(again[0])[k] != space.config(start)[k])] == ["d"]
+    assert [next(k for k in "abcds" if space.config(again[0])[k] != space.config(start)[k])] == [
+        "d"
+    ]
 
 
 def test_coordinate_moves_give_one_move_per_knob_per_incumbent(space: SearchSpace) -> None:
     first, second = 0, len(space) - 1
     around_first = set(space.neighbours(first, "hamming").tolist())
     around_second = set(space.neighbours(second, "hamming").tolist())
+
     def flat(idx: np.ndarray) -> np.ndarray:
         return np.zeros(len(idx))
 
@@ -98,11 +117,15 @@ def test_coordinate_moves_give_one_move_per_knob_per_incumbent(space: SearchSpac
     assert len(picks) == len(set(picks)) == 10  # 5 knobs, 2 incumbents
     assert set(picks[:5]) <= around_first and set(picks[5:]) <= around_second
     # with every move around the first measured, the moves all come from the second
-    rest = coordinate_moves(space, flat, np.array([first, second]), {first, second} | around_first, 5)
+    rest = coordinate_moves(
+        space, flat, np.array([first, second]), {first, second} | around_first, 5
+    )
     assert len(rest) == 5 and set(rest) <= around_second
 
 
-def test_a_coordinate_walk_reaches_the_optimum_even_with_a_model_that_knows_nothing(space: SearchSpace, times: np.ndarray) -> None:
+def test_a_coordinate_walk_reaches_the_optimum_even_with_a_model_that_knows_nothing(
+    space: SearchSpace, times: np.ndarray
+) -> None:
     """The point of the source: with a constant acquisition (a model that has learnt nothing),
     walking the incumbent one knob at a time still reaches the optimum of a landscape whose
     knobs act separately, in a few measurements per knob value."""
@@ -110,25 +133,33 @@ def test_a_coordinate_walk_reaches_the_optimum_even_with_a_model_that_knows_noth
     measured = {int(i): float(times[i]) for i in space.sample(8, rng)}
     while min(measured.values()) > times.min():
         incumbents = np.array(sorted(measured, key=measured.__getitem__)[:2])
-        moves = coordinate_moves(space, lambda idx: np.zeros(len(idx)), incumbents, set(measured), 6)
+        moves = coordinate_moves(
+            space, lambda idx: np.zeros(len(idx)), incumbents, set(measured), 6
+        )
         assert moves, "the walk stopped short of the optimum"
         measured.update((i, float(times[i])) for i in moves)
     assert len(measured) <= 8 + 6 * 20  # the space has 4,508 configs
 
 
-def test_rl_agent_on_an_exact_scorer_climbs_to_top_configs(space: SearchSpace, times: np.ndarray) -> None:
+def test_rl_agent_on_an_exact_scorer_climbs_to_top_configs(
+    space: SearchSpace, times: np.ndarray
+) -> None:
     """As in a job: each round starts from the best found so far (and a few random configs)."""
     rng = np.random.default_rng(4)
     agent = KnobMoveAgent(space, rng)
     best = space.sample(8, rng)
     for _ in range(8):
-        found, _ = agent.propose(lambda idx: -times[idx], np.concatenate([best, space.sample(8, rng)]), n=32)
+        found, _ = agent.propose(
+            lambda idx: -times[idx], np.concatenate([best, space.sample(8, rng)]), n=32
+        )
         assert len(set(found.tolist())) == len(found) > 0
         best = found[:8]
     assert times[best].min() <= np.quantile(times, 0.01)
 
 
-def test_adaptive_sampler_keeps_the_best_guess_and_drops_measured(space: SearchSpace, times: np.ndarray) -> None:
+def test_adaptive_sampler_keeps_the_best_guess_and_drops_measured(
+    space: SearchSpace, times: np.ndarray
+) -> None:
     """One pick per cluster, clusters ranked by acquisition: the best unmeasured candidate is
     always in the batch, and nothing measured or outside the candidates is."""
     rng = np.random.default_rng(5)
@@ -145,7 +176,9 @@ def test_adaptive_sampler_keeps_the_best_guess_and_drops_measured(space: SearchS
         assert max(acquisition[p] for p in picks) == best_new
 
 
-def test_adaptive_sampler_synthesises_when_proposals_run_short(space: SearchSpace, times: np.ndarray) -> None:
+def test_adaptive_sampler_synthesises_when_proposals_run_short(
+    space: SearchSpace, times: np.ndarray
+) -> None:
     sampler = AdaptiveSampler(space, np.random.default_rng(6))
     candidates = np.argsort(times)[:3]
     picks = sampler.select(candidates, -times[candidates], np.zeros(3), 10, set())
@@ -153,7 +186,9 @@ def test_adaptive_sampler_synthesises_when_proposals_run_short(space: SearchSpac
 
 
 @pytest.mark.parametrize("name", ["auto", "bayes"])
-def test_with_another_gpu_in_the_log_the_first_batch_is_already_good(space: SearchSpace, times: np.ndarray, name: str) -> None:
+def test_with_another_gpu_in_the_log_the_first_batch_is_already_good(
+    space: SearchSpace, times: np.ndarray, name: str
+) -> None:
     """Transfer: another device measured the same space (its times a scaled copy plus noise).
     ``auto`` (model ranking) has the target's optimum among its first 10 measurements, which
     random sampling would have with probability 10 / 4508; ``bayes`` (TPE warm-started from
@@ -165,7 +200,9 @@ def test_with_another_gpu_in_the_log_the_first_batch_is_already_good(space: Sear
         Sample(c, workload, "other GPU", None, "ok", float(3.0 * t * rng.uniform(0.95, 1.05)))
         for c, t in zip(configs, times)
     )
-    strategy = strategies.create(name, space, seed=0, context=SearchContext(workload, "target GPU", None, prior))
+    strategy = strategies.create(
+        name, space, seed=0, context=SearchContext(workload, "target GPU", None, prior)
+    )
     first: list[int] = []
     while len(first) < 10:
         batch = strategy.ask(2)
@@ -184,7 +221,9 @@ def _two_basins(space: SearchSpace) -> tuple[np.ndarray, tuple[Sample, ...]]:
     far = {"a": 0, "b": 0, "c": 6, "d": 6}
 
     def log_gpu(c: dict) -> float:
-        return 8.0 + sum((math.log2(c[k]) - v) ** 2 for k, v in far.items()) + (3.0 if c["s"] else 0.0)
+        return (
+            8.0 + sum((math.log2(c[k]) - v) ** 2 for k, v in far.items()) + (3.0 if c["s"] else 0.0)
+        )
 
     workload = Workload("toy", (64,))
     configs = space.configs(range(len(space)))

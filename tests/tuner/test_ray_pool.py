@@ -32,7 +32,9 @@ CPU = RayPlacement("local", workers=1, num_gpus=0)
 
 @pytest.fixture(scope="module", autouse=True)
 def local_ray():
-    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False, object_store_memory=100 * 2**20)
+    ray.init(
+        num_cpus=4, include_dashboard=False, log_to_driver=False, object_store_memory=100 * 2**20
+    )
     yield
     ray.shutdown()
 
@@ -50,7 +52,10 @@ def test_a_batch_spreads_over_the_workers_and_keeps_its_order() -> None:
 
 
 def test_a_worker_that_cannot_start_is_a_pool_error() -> None:
-    with RayWorkerPool(broken, CPU) as pool, pytest.raises(PoolError, match="CUDA driver version is insufficient"):
+    with (
+        RayWorkerPool(broken, CPU) as pool,
+        pytest.raises(PoolError, match="CUDA driver version is insufficient"),
+    ):
         pool.hello()
 
 
@@ -58,10 +63,15 @@ def test_a_gpu_no_node_offers_is_an_error_after_the_start_timeout_not_a_hang() -
     wanted = RayPlacement("local", gpu_type="H100")  # one H100 per worker; this cluster has no GPU
     with RayWorkerPool(planted, wanted, start_timeout_s=2) as pool:
         started = time.perf_counter()
-        with pytest.raises(PoolError, match=r"no free H100 GPU \(1 per worker\) \(it has no GPUs\)"):
+        with pytest.raises(
+            PoolError, match=r"no free H100 GPU \(1 per worker\) \(it has no GPUs\)"
+        ):
             pool.hello()
         assert time.perf_counter() - started < 15
-    with pytest.raises(BackendError, match=r"no Ray node offered a GPU of type H100 .* within 2 s \(it has no GPUs\)"):
+    with pytest.raises(
+        BackendError,
+        match=r"no Ray node offered a GPU of type H100 .* within 2 s \(it has no GPUs\)",
+    ):
         ray_pool.detect_device(wanted, timeout_s=2)
 
 
@@ -70,8 +80,12 @@ def test_errors_say_what_gpus_the_cluster_has() -> None:
         def __init__(self, resources: dict[str, float]) -> None:
             self.cluster_resources = lambda: resources
 
-    assert ray_pool.cluster_gpus(Cluster({"CPU": 64, "GPU": 6, "accelerator_type:L4": 1, "accelerator_type:A100": 2})) \
+    assert (
+        ray_pool.cluster_gpus(
+            Cluster({"CPU": 64, "GPU": 6, "accelerator_type:L4": 1, "accelerator_type:A100": 2})
+        )
         == "6 GPUs (types: A100, L4)"
+    )
     assert ray_pool.cluster_gpus(Cluster({"CPU": 8, "GPU": 2})) == "2 GPUs"
     assert ray_pool.cluster_gpus(Cluster({"CPU": 8})) == "no GPUs"
 
@@ -81,10 +95,22 @@ def test_the_backend_maps_every_outcome_and_refuses_a_mix_of_gpus() -> None:
     backend = CupyBackend(op, op.workload(), factory=planted, timeout_s=2.0, ray=CPU)
     try:
         assert backend.device_name == "Planted GPU"
-        got = backend.measure([{"mode": m, "x": 2} for m in ("ok", "crash", "hang", "raise", "wrong", "ok")])
-        assert [m.status for m in got] == [Status.OK, Status.RUNTIME_ERROR, Status.TIMEOUT, Status.RUNTIME_ERROR,
-                                           Status.WRONG_RESULT, Status.OK]
-        assert got[0].time_ms == 2.0 and "Ray worker died" in got[1].error and "no answer within" in got[2].error
+        got = backend.measure(
+            [{"mode": m, "x": 2} for m in ("ok", "crash", "hang", "raise", "wrong", "ok")]
+        )
+        assert [m.status for m in got] == [
+            Status.OK,
+            Status.RUNTIME_ERROR,
+            Status.TIMEOUT,
+            Status.RUNTIME_ERROR,
+            Status.WRONG_RESULT,
+            Status.OK,
+        ]
+        assert (
+            got[0].time_ms == 2.0
+            and "Ray worker died" in got[1].error
+            and "no answer within" in got[2].error
+        )
     finally:
         backend.close()
     mixed = RayPlacement("local", workers=2, num_gpus=0)
@@ -92,7 +118,9 @@ def test_the_backend_maps_every_outcome_and_refuses_a_mix_of_gpus() -> None:
         CupyBackend(op, op.workload(), factory=planted_per_process, ray=mixed)
 
 
-def test_a_job_measured_on_ray_records_every_outcome_and_a_runner_reopens_it_on_ray(tmp_path: Path, monkeypatch) -> None:
+def test_a_job_measured_on_ray_records_every_outcome_and_a_runner_reopens_it_on_ray(
+    tmp_path: Path, monkeypatch
+) -> None:
     op = _planted_operator()
     wl = op.workload()
     placement = RayPlacement("local", workers=2, num_gpus=0)
@@ -102,7 +130,9 @@ def test_a_job_measured_on_ray_records_every_outcome_and_a_runner_reopens_it_on_
     monkeypatch.setattr(OperatorSource, "open", _open_planted(op))
     src = OperatorSource.open("planted", ray=placement, timeout_s=2.0)
     with TuningLog.open(f"sqlite:///{tmp_path / 'log.db'}") as tlog:
-        job = create_job(tlog, JobRequest(src, "random", Budget(max_trials=12), seed=1, batch_size=4))
+        job = create_job(
+            tlog, JobRequest(src, "random", Budget(max_trials=12), seed=1, batch_size=4)
+        )
         assert job.spec.options["ray"] == placement.to_options()
         monkeypatch.setenv(ray_pool.ADDRESS_ENV, "local")
         reopened = open_source(job.spec.backend, job.spec.options)  # what a runner does
@@ -112,15 +142,23 @@ def test_a_job_measured_on_ray_records_every_outcome_and_a_runner_reopens_it_on_
         trials = tlog.job_trials(job.id)
         assert len(trials) == 12
         by_mode = {t.config["mode"]: t.status for t in trials}
-        assert by_mode == {"ok": "ok", "crash": "runtime_error", "hang": "timeout", "raise": "runtime_error",
-                           "sticky": "runtime_error", "wrong": "wrong_result"}
+        assert by_mode == {
+            "ok": "ok",
+            "crash": "runtime_error",
+            "hang": "timeout",
+            "raise": "runtime_error",
+            "sticky": "runtime_error",
+            "wrong": "wrong_result",
+        }
         assert tlog.best(workload_key=wl.key)[0].time_ms == 1.0
 
 
 def test_an_operator_on_ray_takes_its_limits_from_the_probed_gpu(monkeypatch) -> None:
     placement = RayPlacement("local", gpu_type="A100")
     probed: list[RayPlacement] = []
-    monkeypatch.setattr(ray_pool, "detect_device", lambda p, timeout_s=0: probed.append(p) or dict(FAKE_GPU))
+    monkeypatch.setattr(
+        ray_pool, "detect_device", lambda p, timeout_s=0: probed.append(p) or dict(FAKE_GPU)
+    )
     src = OperatorSource.open("matmul", "256x256x256", ray=placement)
     assert probed == [placement] and src.device_name == "Planted GPU" and src.ray == placement
     assert src.options()["ray"] == placement.to_options()
@@ -133,18 +171,45 @@ def test_workers_given_another_gpu_than_the_probed_one_are_refused(monkeypatch) 
     monkeypatch.setattr(ray_pool, "detect_device", lambda p, timeout_s=0: dict(FAKE_GPU))
     monkeypatch.setattr(cupy_backend, "make_measurer", lambda spec, slot: planted_per_process(slot))
     src = OperatorSource.open("matmul", "256x256x256", ray=CPU)
-    with pytest.raises(BackendError, match=r"tunes for Planted GPU but its workers got Planted GPU \d+ \(name the GPU with --gpu-type\)"):
+    with pytest.raises(
+        BackendError,
+        match=r"tunes for Planted GPU but its workers got Planted GPU \d+ \(name the GPU with --gpu-type\)",
+    ):
         src.backend()
 
 
 def test_ktune_tune_on_ray_from_the_command_line(tmp_path: Path, monkeypatch, capsys) -> None:
     monkeypatch.setattr(ray_pool, "detect_device", lambda p, timeout_s=0: dict(FAKE_GPU))
     monkeypatch.setattr(cupy_backend, "make_measurer", lambda spec, slot: planted(slot))
-    monkeypatch.setattr(RayPlacement, "actor_options", lambda self: {"num_gpus": 0, "max_restarts": 0})
+    monkeypatch.setattr(
+        RayPlacement, "actor_options", lambda self: {"num_gpus": 0, "max_restarts": 0}
+    )
     url = f"sqlite:///{tmp_path / 'log.db'}"
-    code = main(["tune", "--op", "matmul", "--shape", "256x256x256", "--ray", "local", "--ray-workers", "2",
-                 "--gpu-type", "A100", "--batch", "2", "--budget", "4", "--strategy", "random", "--seed", "3",
-                 "--db", url])
+    code = main(
+        [
+            "tune",
+            "--op",
+            "matmul",
+            "--shape",
+            "256x256x256",
+            "--ray",
+            "local",
+            "--ray-workers",
+            "2",
+            "--gpu-type",
+            "A100",
+            "--batch",
+            "2",
+            "--budget",
+            "4",
+            "--strategy",
+            "random",
+            "--seed",
+            "3",
+            "--db",
+            url,
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "asking a GPU of type A100 on the Ray cluster at local for its spec" in captured.err
@@ -161,7 +226,9 @@ def test_a_stored_address_gives_way_to_the_environment(monkeypatch) -> None:
     assert RayPlacement.from_options(stored) == RayPlacement("auto", 3, "A100")
 
 
-@pytest.mark.parametrize("bad", [{"address": " "}, {"workers": 0}, {"gpu_type": ""}, {"num_gpus": -1}])
+@pytest.mark.parametrize(
+    "bad", [{"address": " "}, {"workers": 0}, {"gpu_type": ""}, {"num_gpus": -1}]
+)
 def test_a_placement_rejects_what_ray_cannot_place(bad: dict) -> None:
     with pytest.raises(ValueError):
         RayPlacement(**bad)
@@ -169,7 +236,10 @@ def test_a_placement_rejects_what_ray_cannot_place(bad: dict) -> None:
 
 def _planted_operator() -> CustomOperator:
     return CustomOperator(
-        "planted", "", "planted", 1024,
+        "planted",
+        "",
+        "planted",
+        1024,
         {"mode": ["ok", "crash", "hang", "raise", "sticky", "wrong"], "x": [1, 2]},
         [np.zeros(4, np.float32)],
     )
@@ -181,6 +251,14 @@ def _open_planted(op: CustomOperator):
     def fake(cls, _name, *args, ray=None, timeout_s=30.0, **kwargs):
         wl = op.workload()
         spec = ray_pool.detect_device(ray) if ray is not None else dict(FAKE_GPU)
-        return cls(op, wl, op.space(wl, DeviceLimits.from_spec(spec)), 0, spec, timeout_s=timeout_s, ray=ray)
+        return cls(
+            op,
+            wl,
+            op.space(wl, DeviceLimits.from_spec(spec)),
+            0,
+            spec,
+            timeout_s=timeout_s,
+            ray=ray,
+        )
 
     return classmethod(fake)

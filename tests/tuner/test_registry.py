@@ -15,7 +15,9 @@ def test_each_registered_name_resolves_to_its_class() -> None:
 
 
 def test_unknown_strategy_names_the_choices() -> None:
-    with pytest.raises(strategies.StrategyError, match=r"unknown strategy 'nope' \(choose from: .*random"):
+    with pytest.raises(
+        strategies.StrategyError, match=r"unknown strategy 'nope' \(choose from: .*random"
+    ):
         strategies.get("nope")
 
 

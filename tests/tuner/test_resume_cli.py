@@ -29,20 +29,47 @@ def _job(tlog: TuningLog, job_id: int) -> JobRecord:
 def _start(db_url: str, strategy: str, budget: int) -> subprocess.Popen[str]:
     # --replay-speed makes the replayed GPU time pass in real time (50x faster), so the job
     # runs long enough to be killed part-way.
-    cmd = [sys.executable, "-m", "ktune.cli.app", "tune", "--replay", CONV, "--strategy", strategy,
-           "--budget", str(budget), "--seed", "3", "--batch", "2", "--replay-speed", "50", "--db", db_url, "-q"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "ktune.cli.app",
+        "tune",
+        "--replay",
+        CONV,
+        "--strategy",
+        strategy,
+        "--budget",
+        str(budget),
+        "--seed",
+        "3",
+        "--batch",
+        "2",
+        "--replay-speed",
+        "50",
+        "--db",
+        db_url,
+        "-q",
+    ]
     # A launcher without job control (`cmd &` in a script) starts us with SIGINT ignored, and
     # an ignored signal stays ignored across exec: the job would shrug off the Ctrl-C below.
     # A handled signal is reset to the default at exec, so handle it while starting the child.
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        return subprocess.Popen(
+            cmd,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
     finally:
         signal.signal(signal.SIGINT, previous)
 
 
-def _wait_for_trials(db_url: str, at_least: int, proc: subprocess.Popen[str], timeout: float = 60.0) -> int:
+def _wait_for_trials(
+    db_url: str, at_least: int, proc: subprocess.Popen[str], timeout: float = 60.0
+) -> int:
     deadline = time.monotonic() + timeout
     with TuningLog.open(db_url) as tlog:
         while time.monotonic() < deadline:
@@ -50,20 +77,45 @@ def _wait_for_trials(db_url: str, at_least: int, proc: subprocess.Popen[str], ti
             if jobs and jobs[0].n_trials >= at_least:
                 return jobs[0].id
             if proc.poll() is not None:
-                pytest.fail(f"job ended before it could be stopped: {proc.stderr.read() if proc.stderr else ''}")
+                pytest.fail(
+                    f"job ended before it could be stopped: {proc.stderr.read() if proc.stderr else ''}"
+                )
             time.sleep(0.05)
     pytest.fail("the job did not make progress")
 
 
 def _reference(tmp_path: Path, strategy: str, budget: int) -> list[dict]:
     out = tmp_path / "reference.json"
-    assert main(["tune", "--replay", CONV, "--strategy", strategy, "--budget", str(budget), "--seed", "3",
-                 "--batch", "2", "--db", f"sqlite:///{tmp_path}/reference.db", "--out", str(out), "-q"]) == 0
+    assert (
+        main(
+            [
+                "tune",
+                "--replay",
+                CONV,
+                "--strategy",
+                strategy,
+                "--budget",
+                str(budget),
+                "--seed",
+                "3",
+                "--batch",
+                "2",
+                "--db",
+                f"sqlite:///{tmp_path}/reference.db",
+                "--out",
+                str(out),
+                "-q",
+            ]
+        )
+        == 0
+    )
     return [t["config"] for t in json.loads(out.read_text())["trials"]]
 
 
 @pytest.mark.parametrize("strategy", ["random", "optuna"])
-def test_kill_9_mid_job_then_resume_gives_exactly_the_budget(tmp_path: Path, db_url: str, strategy: str) -> None:
+def test_kill_9_mid_job_then_resume_gives_exactly_the_budget(
+    tmp_path: Path, db_url: str, strategy: str
+) -> None:
     budget = 120
     proc = _start(db_url, strategy, budget)
     job_id = _wait_for_trials(db_url, 30, proc)
@@ -93,7 +145,9 @@ def test_ctrl_c_cancels_with_one_line_and_resumes(tmp_path: Path, db_url: str) -
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130
     lines = [line for line in stderr.splitlines() if line.strip()]
-    assert lines == [f"error: interrupted: job {job_id} keeps its trials; continue with `ktune tune --resume {job_id}`"]
+    assert lines == [
+        f"error: interrupted: job {job_id} keeps its trials; continue with `ktune tune --resume {job_id}`"
+    ]
     with TuningLog.open(db_url) as tlog:
         assert _job(tlog, job_id).state == "cancelled"
     assert main(["tune", "--resume", str(job_id), "--db", db_url, "-q"]) == 0
@@ -105,7 +159,23 @@ def test_ctrl_c_cancels_with_one_line_and_resumes(tmp_path: Path, db_url: str) -
 
 
 def test_resume_of_a_done_job_changes_nothing(capsys, tmp_path: Path, db_url: str) -> None:
-    assert main(["tune", "--replay", CONV, "--strategy", "random", "--budget", "5", "--db", db_url, "-q"]) == 0
+    assert (
+        main(
+            [
+                "tune",
+                "--replay",
+                CONV,
+                "--strategy",
+                "random",
+                "--budget",
+                "5",
+                "--db",
+                db_url,
+                "-q",
+            ]
+        )
+        == 0
+    )
     with TuningLog.open(db_url) as tlog:
         job_id = tlog.list_jobs()[0].id
     capsys.readouterr()
@@ -113,7 +183,9 @@ def test_resume_of_a_done_job_changes_nothing(capsys, tmp_path: Path, db_url: st
     assert "already done (5 trials)" in capsys.readouterr().out
 
 
-def test_a_stopped_auto_job_on_cheap_measurements_resumes_the_same_sequence(tmp_path: Path, db_url: str) -> None:
+def test_a_stopped_auto_job_on_cheap_measurements_resumes_the_same_sequence(
+    tmp_path: Path, db_url: str
+) -> None:
     """pnpoly is measured in 0.24 s, so ``auto`` plans more than 8 proposals at a time, sized by
     the measurement costs it was told; on resume it reads them back from the logged job clock
     (through SQLite and PostgreSQL) and must size its plans, and so propose, exactly as before."""
@@ -137,5 +209,7 @@ def test_a_stopped_auto_job_on_cheap_measurements_resumes_the_same_sequence(tmp_
         trials = tlog.job_trials(job.id)
         assert [t.config_key for t in trials] == reference
         # and the plans were longer than 8: the costs came back from the log
-        strategy, _, _ = restore(source.space, lambda: create("auto", source.space, seed=3), trials, 1)
+        strategy, _, _ = restore(
+            source.space, lambda: create("auto", source.space, seed=3), trials, 1
+        )
         assert strategy.plan_length() > 8  # type: ignore[attr-defined]

@@ -48,7 +48,12 @@ def test_parse_nvcc_and_nvrtc_reports() -> None:
     infos = parse_ptxas(NVCC_LOG)
     assert infos["matmul_float32_ktune0"] == StaticInfo(True, 128, 0, 0, 0, 33280, 380, 1)
     spilled = infos["matmul_float32_ktune1"]
-    assert (spilled.registers, spilled.spill_stores, spilled.spill_loads, spilled.stack_bytes) == (255, 28, 36, 24)
+    assert (spilled.registers, spilled.spill_stores, spilled.spill_loads, spilled.stack_bytes) == (
+        255,
+        28,
+        36,
+        24,
+    )
     assert spilled.features()["spill_bytes"] == 64.0
     (k,) = parse_ptxas(NVRTC_LOG).values()
     assert (k.registers, k.shared_bytes, k.spill_stores, k.barriers) == (40, 0, 4, 0)
@@ -66,10 +71,19 @@ def test_launch_problems_follow_the_device_limits() -> None:
     ok = StaticInfo(True, registers=64, shared_bytes=16384)
     assert launch_problem(ok, Launch((1, 1, 1), (256, 1, 1)), a100) is None
     assert "threads per block" in _problem(ok, Launch((1, 1, 1), (2048, 1, 1)), a100)
-    assert "registers" in _problem(StaticInfo(True, registers=128), Launch((1, 1, 1), (1024, 1, 1)), a100)
+    assert "registers" in _problem(
+        StaticInfo(True, registers=128), Launch((1, 1, 1), (1024, 1, 1)), a100
+    )
     assert "shared memory" in _problem(ok, Launch((1, 1, 1), (128, 1, 1), 160 * 1024), a100)
-    assert launch_problem(ok, Launch((1, 1, 1), (128, 1, 1), 160 * 1024), DeviceLimits.for_arch("sm_90")) is None
-    assert "static shared" in _problem(StaticInfo(True, shared_bytes=64 * 1024), Launch((1, 1, 1), (32, 1, 1)), a100)
+    assert (
+        launch_problem(
+            ok, Launch((1, 1, 1), (128, 1, 1), 160 * 1024), DeviceLimits.for_arch("sm_90")
+        )
+        is None
+    )
+    assert "static shared" in _problem(
+        StaticInfo(True, shared_bytes=64 * 1024), Launch((1, 1, 1), (32, 1, 1)), a100
+    )
 
 
 def _compilers() -> list:
@@ -87,7 +101,9 @@ def test_a_failing_config_is_isolated_from_its_batch(compiler) -> None:
     if compiler is None:
         pytest.skip("no CUDA compiler (NVRTC or nvcc) on this machine")
     sources = [KernelSource("k", GOOD, {"KERNEL_NAME": "k", "SIZE": n}) for n in (32, 64, 96, 128)]
-    sources[2] = KernelSource("k", GOOD.replace("2.0f;", "2.0f"), {"KERNEL_NAME": "k", "SIZE": 96})  # syntax error
+    sources[2] = KernelSource(
+        "k", GOOD.replace("2.0f;", "2.0f"), {"KERNEL_NAME": "k", "SIZE": 96}
+    )  # syntax error
     infos = analyze(sources, "sm_80", compiler=compiler, batch=4)
     assert [i.ok for i in infos] == [True, True, False, True]
     assert "error" in infos[2].error.lower()

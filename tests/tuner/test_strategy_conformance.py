@@ -26,7 +26,11 @@ def _run(source, name: str, seed: int, n: int, batch: int = 1) -> list[int]:
     strategy = strategies.create(name, source.space, seed=seed)
     seen: list[int] = []
     tuner = Tuner(
-        source.space, strategy, source.backend(), budget=Budget(max_trials=n), batch_size=batch,
+        source.space,
+        strategy,
+        source.backend(),
+        budget=Budget(max_trials=n),
+        batch_size=batch,
         sink=lambda b: seen.extend(source.space.index(m.config) for m in b.measurements),
     )
     tuner.run()
@@ -69,7 +73,9 @@ def test_never_proposes_what_it_was_told(small_space, name: str) -> None:
 
 @pytest.mark.parametrize("name", ALL)
 def test_failures_do_not_stop_the_search(small_space, name: str) -> None:
-    backend = FunctionBackend(lambda c: Status.RUNTIME_ERROR if cast(int, c["bx"]) >= 16 else quadratic_time(c))
+    backend = FunctionBackend(
+        lambda c: Status.RUNTIME_ERROR if cast(int, c["bx"]) >= 16 else quadratic_time(c)
+    )
     strategy = strategies.create(name, small_space, seed=2)
     outcome = Tuner(small_space, strategy, backend, budget=Budget(max_trials=15)).run()
     assert outcome.state.n_trials == 15
@@ -90,7 +96,12 @@ def test_resumed_mid_job_continues_the_same_sequence(pnpoly, name: str, batch: i
     assert exact
     rest: list[int] = []
     Tuner(
-        pnpoly.space, strategy, backend, budget=Budget(max_trials=48), batch_size=batch, state=state,
+        pnpoly.space,
+        strategy,
+        backend,
+        budget=Budget(max_trials=48),
+        batch_size=batch,
+        state=state,
         sink=lambda b: rest.extend(pnpoly.space.index(m.config) for m in b.measurements),
     ).run()
     assert first + rest == full
@@ -103,8 +114,14 @@ def _prior_of(source, seed: int = 0) -> SearchContext:
     rec = source.recording
     workload = rec.workload()
     prior = tuple(
-        Sample(r.config, workload, "other GPU", None, r.status,
-               None if r.time_ms is None else float(r.time_ms * rng.uniform(1.2, 1.6)))
+        Sample(
+            r.config,
+            workload,
+            "other GPU",
+            None,
+            r.status,
+            None if r.time_ms is None else float(r.time_ms * rng.uniform(1.2, 1.6)),
+        )
         for r in rec.records.values()
     )
     return SearchContext(workload, rec.device_name, None, prior)
@@ -118,8 +135,12 @@ def test_with_a_log_resumed_mid_job_continues_the_same_sequence(pnpoly, name: st
     def run(n: int, state=None, strategy=None) -> list[int]:
         seen: list[int] = []
         Tuner(
-            pnpoly.space, strategy or strategies.create(name, pnpoly.space, seed=4, context=context),
-            pnpoly.backend(), budget=Budget(max_trials=n), batch_size=3, state=state,
+            pnpoly.space,
+            strategy or strategies.create(name, pnpoly.space, seed=4, context=context),
+            pnpoly.backend(),
+            budget=Budget(max_trials=n),
+            batch_size=3,
+            state=state,
             sink=lambda b: seen.extend(pnpoly.space.index(m.config) for m in b.measurements),
         ).run()
         return seen
@@ -129,7 +150,10 @@ def test_with_a_log_resumed_mid_job_continues_the_same_sequence(pnpoly, name: st
     first = full[:30]
     past = _past(pnpoly.space, first, pnpoly.backend().measure(pnpoly.space.configs(first)))
     strategy, state, exact = restore(
-        pnpoly.space, lambda: strategies.create(name, pnpoly.space, seed=4, context=context), past, 3
+        pnpoly.space,
+        lambda: strategies.create(name, pnpoly.space, seed=4, context=context),
+        past,
+        3,
     )
     assert exact
     assert first + run(60, state, strategy) == full
@@ -141,7 +165,9 @@ def test_restore_from_foreign_trials_never_repeats(pnpoly, name: str) -> None:
     other = _run(pnpoly, "random", seed=5, n=30)
     backend = pnpoly.backend()
     past = _past(pnpoly.space, other, backend.measure(pnpoly.space.configs(other)))
-    strategy, state, _ = restore(pnpoly.space, lambda: strategies.create(name, pnpoly.space, seed=99), past, 1)
+    strategy, state, _ = restore(
+        pnpoly.space, lambda: strategies.create(name, pnpoly.space, seed=99), past, 1
+    )
     nxt = strategy.ask(40)
     assert len(nxt) == 40 and set(nxt).isdisjoint(other)
     assert state.n_trials == 30
@@ -149,7 +175,12 @@ def test_restore_from_foreign_trials_never_repeats(pnpoly, name: str) -> None:
 
 class _Past:
     def __init__(self, config, m, clock_s: float) -> None:
-        self.config, self.status, self.time_ms, self.clock_s = config, m.status.value, m.time_ms, clock_s
+        self.config, self.status, self.time_ms, self.clock_s = (
+            config,
+            m.status.value,
+            m.time_ms,
+            clock_s,
+        )
 
 
 def _past(space, indices, measurements) -> list[_Past]:

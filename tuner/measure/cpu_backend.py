@@ -106,9 +106,15 @@ class CpuBackend(PooledBackend):
             raise BackendError(reason)
         self.workload = workload
         self.workdir = tempfile.mkdtemp(prefix="ktune-cpu-")
-        spec = CpuMeasureSpec(operator, workload.key, self.workdir, compiler, settings or TimingSettings(), seed)
+        spec = CpuMeasureSpec(
+            operator, workload.key, self.workdir, compiler, settings or TimingSettings(), seed
+        )
         try:
-            self.pool = WorkerPool(factory or functools.partial(make_cpu_measurer, spec), slots=[0], timeout_s=timeout_s)
+            self.pool = WorkerPool(
+                factory or functools.partial(make_cpu_measurer, spec),
+                slots=[0],
+                timeout_s=timeout_s,
+            )
             self.spec: dict[str, Any] = dict(self.pool.hello() or {})
         except BackendError:
             shutil.rmtree(self.workdir, ignore_errors=True)

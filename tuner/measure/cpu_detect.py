@@ -21,20 +21,34 @@ _CPUINFO = Path("/proc/cpuinfo")
 _CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
 _VENDORS = {"GenuineIntel": "Intel", "AuthenticAMD": "AMD"}
 # widest vector extension -> (bytes per vector register, number of vector registers)
-_VECTORS = (("avx512f", 64, 32), ("avx2", 32, 16), ("avx", 32, 16), ("sse2", 16, 16), ("asimd", 16, 32))
+_VECTORS = (
+    ("avx512f", 64, 32),
+    ("avx2", 32, 16),
+    ("avx", 32, 16),
+    ("sse2", 16, 16),
+    ("asimd", 16, 32),
+)
 
 
 def cpu_spec(cpuinfo: str | None = None, caches: Path | None = None) -> dict[str, Any]:
     """The local CPU: name, vendor, architecture, cores, vector width and registers, caches."""
     info = _fields(cpuinfo if cpuinfo is not None else _read(_CPUINFO))
     cores = _cores()
-    model = info.get("model name") or info.get("Model") or platform.processor() or platform.machine() or "unknown CPU"
+    model = (
+        info.get("model name")
+        or info.get("Model")
+        or platform.processor()
+        or platform.machine()
+        or "unknown CPU"
+    )
     flags = set((info.get("flags") or info.get("Features") or "").split())
     vector_bytes, registers = next(((b, r) for flag, b, r in _VECTORS if flag in flags), (16, 16))
     spec: dict[str, Any] = {
         "name": f"{' '.join(model.split())} ({cores} cores)",
         "kind": "cpu",
-        "vendor": _VENDORS.get(info.get("vendor_id", ""), info.get("vendor_id") or platform.machine()),
+        "vendor": _VENDORS.get(
+            info.get("vendor_id", ""), info.get("vendor_id") or platform.machine()
+        ),
         "architecture": platform.machine(),
         "cores": cores,
         "vector_bytes": vector_bytes,

@@ -41,7 +41,15 @@ from ktune.tuner.measure.base import error_text
 from ktune.tuner.measure.cpu_detect import cpu_spec
 from ktune.tuner.measure.timing import TimingSettings, repeat_timed
 
-__all__ = ["DEFAULT_CFLAGS", "Compiler", "CompilerError", "CpuMeasureSpec", "CpuMeasurer", "compiler_from_env", "make_cpu_measurer"]
+__all__ = [
+    "DEFAULT_CFLAGS",
+    "Compiler",
+    "CompilerError",
+    "CpuMeasureSpec",
+    "CpuMeasurer",
+    "compiler_from_env",
+    "make_cpu_measurer",
+]
 
 #: flags of every compile: optimised for this CPU, OpenMP, a shared library
 DEFAULT_CFLAGS = ("-O3", "-march=native", "-fopenmp", "-std=c11", "-fPIC", "-shared")
@@ -85,7 +93,9 @@ class Compiler:
 
     def version(self) -> str:
         """The first line of ``--version``, or an OSError when the compiler cannot be run."""
-        done = subprocess.run([*self.command, "--version"], capture_output=True, text=True, timeout=30, check=False)
+        done = subprocess.run(
+            [*self.command, "--version"], capture_output=True, text=True, timeout=30, check=False
+        )
         return (done.stdout.strip().splitlines() or [" ".join(self.command)])[0]
 
     def compile(self, code: str, output: Path) -> tuple[bool, str]:
@@ -94,13 +104,20 @@ class Compiler:
         source.write_text(code, encoding="utf-8")
         partial = output.with_suffix(f".{os.getpid()}.tmp")
         try:
-            done = subprocess.run([*self.command, *self.flags, str(source), "-o", str(partial)],
-                                  capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, check=False)
+            done = subprocess.run(
+                [*self.command, *self.flags, str(source), "-o", str(partial)],
+                capture_output=True,
+                text=True,
+                timeout=COMPILE_TIMEOUT_S,
+                check=False,
+            )
         except subprocess.TimeoutExpired:
             return False, f"the compiler did not finish within {COMPILE_TIMEOUT_S:g} s"
         if done.returncode != 0:
             return False, done.stderr or done.stdout
-        os.replace(partial, output)  # another worker may compile the same config: either copy will do
+        os.replace(
+            partial, output
+        )  # another worker may compile the same config: either copy will do
         return True, done.stderr
 
     def probe(self, directory: Path) -> Path:
@@ -112,8 +129,10 @@ class Compiler:
         except OSError as exc:
             ok, messages = False, str(exc)
         if not ok:
-            raise CompilerError(f"{' '.join(self.command)} cannot build kernels with {' '.join(self.flags)}: "
-                                f"{error_text(messages, 2)}")
+            raise CompilerError(
+                f"{' '.join(self.command)} cannot build kernels with {' '.join(self.flags)}: "
+                f"{error_text(messages, 2)}"
+            )
         return library
 
 
@@ -125,7 +144,11 @@ def compiler_from_env() -> Compiler:
     """``$KTUNE_CC`` (default ``cc``) with ``$KTUNE_CFLAGS`` (default :data:`DEFAULT_CFLAGS`);
     ``-shared -fPIC`` are always added, since the kernel is loaded as a library."""
     command = tuple(shlex.split(os.environ.get("KTUNE_CC", "") or "cc"))
-    flags = tuple(shlex.split(os.environ["KTUNE_CFLAGS"])) if os.environ.get("KTUNE_CFLAGS") else DEFAULT_CFLAGS
+    flags = (
+        tuple(shlex.split(os.environ["KTUNE_CFLAGS"]))
+        if os.environ.get("KTUNE_CFLAGS")
+        else DEFAULT_CFLAGS
+    )
     for required in ("-fPIC", "-shared"):
         if required not in flags:
             flags += (required,)
@@ -156,7 +179,9 @@ class CpuMeasurer:
 
     def __init__(self, spec: CpuMeasureSpec) -> None:
         self.spec = spec
-        self.op = get_cpu_operator(spec.operator) if isinstance(spec.operator, str) else spec.operator
+        self.op = (
+            get_cpu_operator(spec.operator) if isinstance(spec.operator, str) else spec.operator
+        )
         self.workload = Workload.from_key(spec.workload_key)
         self.info = cpu_spec()
         self.info["compiler"] = spec.compiler.version()
@@ -179,17 +204,31 @@ class CpuMeasurer:
         return self.info
 
     def __call__(self, config: Config) -> dict[str, Any]:
-        result: dict[str, Any] = {"status": "ok", "time_ms": None, "times_ms": [], "compile_ms": 0.0,
-                                  "bench_ms": 0.0, "error": "", "extra": {}}
+        result: dict[str, Any] = {
+            "status": "ok",
+            "time_ms": None,
+            "times_ms": [],
+            "compile_ms": 0.0,
+            "bench_ms": 0.0,
+            "error": "",
+            "extra": {},
+        }
         source = self.op.render(config, self.workload)
-        key = hashlib.sha256("\0".join((source.code, *self.spec.compiler.command, *self.spec.compiler.flags)).encode())
+        key = hashlib.sha256(
+            "\0".join(
+                (source.code, *self.spec.compiler.command, *self.spec.compiler.flags)
+            ).encode()
+        )
         library = self.workdir / f"k{key.hexdigest()[:24]}.so"
         started = time.perf_counter()
         if not library.exists():
             ok, messages = self.spec.compiler.compile(source.code, library)
             if not ok:
-                result.update(status="compile_error", error=error_text(messages),
-                              compile_ms=(time.perf_counter() - started) * 1000)
+                result.update(
+                    status="compile_error",
+                    error=error_text(messages),
+                    compile_ms=(time.perf_counter() - started) * 1000,
+                )
                 return result
         result["compile_ms"] = (time.perf_counter() - started) * 1000
         bench = time.perf_counter()
@@ -233,12 +272,17 @@ class CpuMeasurer:
 
     def _prepare(self) -> None:
         self._restore()
-        if self.flushes:  # every argument leaves every cache level, as a kernel's inputs usually arrive
+        if (
+            self.flushes
+        ):  # every argument leaves every cache level, as a kernel's inputs usually arrive
             for a in self.args:
                 self.runtime.ktune_flush(a.ctypes.data, a.nbytes)
 
     def _check(self) -> float:
-        return max((self.tolerance.check(self.args[i], ref)[1] for i, ref in self.references.items()), default=0.0)
+        return max(
+            (self.tolerance.check(self.args[i], ref)[1] for i, ref in self.references.items()),
+            default=0.0,
+        )
 
 
 def _unload(lib: ctypes.CDLL) -> None:

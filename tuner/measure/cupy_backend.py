@@ -46,7 +46,8 @@ class CupyBackend(PooledBackend):
         self.workload = workload
         factory = factory or functools.partial(make_measurer, spec)
         self.pool: SlotPool = (
-            RayWorkerPool(factory, ray, timeout_s=timeout_s) if ray is not None
+            RayWorkerPool(factory, ray, timeout_s=timeout_s)
+            if ray is not None
             else WorkerPool(factory, slots=list(devices), timeout_s=timeout_s)
         )
         try:

@@ -20,14 +20,42 @@ __all__ = ["cuda_unavailable", "detect_devices", "device_spec"]
 
 # CUDA cores (FP32 lanes) per SM and dense FP16 tensor-core FLOPs per clock per SM, by compute
 # capability (NVIDIA's architecture whitepapers; 8.6/8.9 are the professional cards' rates).
-_FP32_LANES = {(7, 0): 64, (7, 5): 64, (8, 0): 64, (8, 6): 128, (8, 7): 128, (8, 9): 128, (9, 0): 128, (10, 0): 128, (12, 0): 128}
-_FP16_TENSOR = {(7, 0): 1024, (7, 5): 1024, (8, 0): 2048, (8, 6): 1024, (8, 7): 1024, (8, 9): 1024, (9, 0): 4096, (10, 0): 8192, (12, 0): 1024}
+_FP32_LANES = {
+    (7, 0): 64,
+    (7, 5): 64,
+    (8, 0): 64,
+    (8, 6): 128,
+    (8, 7): 128,
+    (8, 9): 128,
+    (9, 0): 128,
+    (10, 0): 128,
+    (12, 0): 128,
+}
+_FP16_TENSOR = {
+    (7, 0): 1024,
+    (7, 5): 1024,
+    (8, 0): 2048,
+    (8, 6): 1024,
+    (8, 7): 1024,
+    (8, 9): 1024,
+    (9, 0): 4096,
+    (10, 0): 8192,
+    (12, 0): 1024,
+}
 _ARCH = {7: "Volta", 8: "Ampere", 9: "Hopper", 10: "Blackwell", 12: "Blackwell"}
 
 # cudaDeviceAttr numbers (stable across CUDA versions)
-_ATTR = {"clock_khz": 13, "memory_clock_khz": 36, "bus_width_bits": 37, "l2_bytes": 38,
-         "max_threads_per_sm": 39, "shared_mem_per_sm": 81, "registers_per_sm": 82, "shared_mem_per_block_optin": 97,
-         "max_blocks_per_sm": 106}
+_ATTR = {
+    "clock_khz": 13,
+    "memory_clock_khz": 36,
+    "bus_width_bits": 37,
+    "l2_bytes": 38,
+    "max_threads_per_sm": 39,
+    "shared_mem_per_sm": 81,
+    "registers_per_sm": 82,
+    "shared_mem_per_block_optin": 97,
+    "max_blocks_per_sm": 106,
+}
 
 
 def cuda_unavailable() -> str | None:
@@ -110,7 +138,9 @@ def detect_devices(timeout_s: float = 120.0) -> list[dict[str, Any]]:
     child.close()
     try:
         if not parent.poll(timeout_s):
-            raise BackendError(f"no CUDA device: the device query did not answer within {timeout_s:g} s")
+            raise BackendError(
+                f"no CUDA device: the device query did not answer within {timeout_s:g} s"
+            )
         kind, payload = parent.recv()
     except EOFError:
         raise BackendError("no CUDA device: the device query crashed") from None

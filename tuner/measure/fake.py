@@ -19,7 +19,13 @@ class FunctionBackend(Backend):
 
     name = "fake"
 
-    def __init__(self, fn: Callable[[Config], float | Status], *, device: str = "Fake GPU", cost_s: float = 1.0) -> None:
+    def __init__(
+        self,
+        fn: Callable[[Config], float | Status],
+        *,
+        device: str = "Fake GPU",
+        cost_s: float = 1.0,
+    ) -> None:
         self._fn = fn
         self._device = device
         self._cost_s = cost_s
@@ -39,7 +45,9 @@ class FunctionBackend(Backend):
             self.calls.append(dict(config))
             result = self._fn(config)
             if isinstance(result, Status):
-                out.append(Measurement(dict(config), result, cost_s=self._cost_s, error=str(result)))
+                out.append(
+                    Measurement(dict(config), result, cost_s=self._cost_s, error=str(result))
+                )
             else:
                 t = float(result)
                 out.append(Measurement(dict(config), Status.OK, t, (t,), cost_s=self._cost_s))

@@ -29,7 +29,15 @@ from typing import Any, Literal, Self
 
 from ktune.tuner.measure.base import BackendError
 
-__all__ = ["PoolError", "SlotPool", "TaskResult", "WorkerPool", "WorkerReply", "call_function", "start_function"]
+__all__ = [
+    "PoolError",
+    "SlotPool",
+    "TaskResult",
+    "WorkerPool",
+    "WorkerReply",
+    "call_function",
+    "start_function",
+]
 
 Factory = Callable[[int], Callable[[Any], Any]]
 
@@ -55,7 +63,9 @@ class TaskResult:
     restarted: bool = False  # the worker was replaced after this task
 
 
-def start_function(factory: Factory, slot: int) -> tuple[Callable[[Any], Any] | None, tuple[str, Any]]:
+def start_function(
+    factory: Factory, slot: int
+) -> tuple[Callable[[Any], Any] | None, tuple[str, Any]]:
     """In a worker: build ``factory(slot)``'s function and its ``hello``. Returns the function
     and ``("ready", hello)``, or ``None`` and ``("init_error", reason)``."""
     try:
@@ -91,7 +101,12 @@ def _child(conn: Connection, factory: Factory, slot: int) -> None:
 class _Worker:
     def __init__(self, ctx: Any, factory: Factory, slot: int, start_timeout_s: float) -> None:
         self.conn, child_conn = ctx.Pipe()
-        self.process = ctx.Process(target=_child, args=(child_conn, factory, slot), daemon=True, name=f"ktune-worker-{slot}")
+        self.process = ctx.Process(
+            target=_child,
+            args=(child_conn, factory, slot),
+            daemon=True,
+            name=f"ktune-worker-{slot}",
+        )
         self.process.start()
         child_conn.close()
         if not self.conn.poll(start_timeout_s):
@@ -101,7 +116,9 @@ class _Worker:
             kind, payload = self.conn.recv()
         except (EOFError, OSError):
             self.kill()
-            raise PoolError(f"worker {slot} died while starting (exit code {self.process.exitcode})") from None
+            raise PoolError(
+                f"worker {slot} died while starting (exit code {self.process.exitcode})"
+            ) from None
         if kind != "ready":
             self.kill()
             raise PoolError(f"worker {slot} cannot start: {payload}")
@@ -148,7 +165,9 @@ class SlotPool(ABC):
         with self._locks[slot]:
             return self._hello(slot)
 
-    def run(self, task: Any, slot: int | None = None, *, timeout_s: float | None = None) -> TaskResult:
+    def run(
+        self, task: Any, slot: int | None = None, *, timeout_s: float | None = None
+    ) -> TaskResult:
         """Run one task on ``slot`` (the first by default) and wait for its answer."""
         slot = self.slots[0] if slot is None else slot
         with self._locks[slot]:
@@ -247,7 +266,9 @@ class WorkerPool(SlotPool):
         if worker is None or not worker.process.is_alive():
             if worker is not None:
                 worker.kill()
-            worker = self._workers[slot] = _Worker(self._ctx, self.factory, slot, self.start_timeout_s)
+            worker = self._workers[slot] = _Worker(
+                self._ctx, self.factory, slot, self.start_timeout_s
+            )
         return worker
 
     def _replace(self, slot: int) -> None:
@@ -264,17 +285,27 @@ class WorkerPool(SlotPool):
             worker.conn.send(task)
         except (OSError, ValueError) as exc:
             self._replace(slot)
-            return TaskResult("crashed", error=f"worker lost before the task: {exc}", restarted=True)
+            return TaskResult(
+                "crashed", error=f"worker lost before the task: {exc}", restarted=True
+            )
         if not worker.conn.poll(timeout_s):
             self._replace(slot)
-            return TaskResult("timeout", error=f"no answer within {timeout_s:g} s; worker killed",
-                              seconds=time.perf_counter() - started, restarted=True)
+            return TaskResult(
+                "timeout",
+                error=f"no answer within {timeout_s:g} s; worker killed",
+                seconds=time.perf_counter() - started,
+                restarted=True,
+            )
         try:
             kind, payload = worker.conn.recv()
         except (EOFError, OSError):
             worker.process.join(5)
             code = worker.process.exitcode
             self._replace(slot)
-            return TaskResult("crashed", error=f"worker process died (exit code {code})",
-                              seconds=time.perf_counter() - started, restarted=True)
+            return TaskResult(
+                "crashed",
+                error=f"worker process died (exit code {code})",
+                seconds=time.perf_counter() - started,
+                restarted=True,
+            )
         return self._answer(slot, kind, payload, time.perf_counter() - started)

@@ -33,16 +33,23 @@ class PooledBackend(Backend):
         return str(self.spec.get("name", self.unnamed))
 
     def measure(self, configs: Sequence[Config]) -> list[Measurement]:
-        return [self._measurement(c, r) for c, r in zip(configs, self.pool.map([dict(c) for c in configs]))]
+        return [
+            self._measurement(c, r)
+            for c, r in zip(configs, self.pool.map([dict(c) for c in configs]))
+        ]
 
     def close(self) -> None:
         self.pool.close()
 
     def _measurement(self, config: Config, result: TaskResult) -> Measurement:
         if result.status == "timeout":
-            return Measurement(dict(config), Status.TIMEOUT, cost_s=result.seconds, error=result.error)
+            return Measurement(
+                dict(config), Status.TIMEOUT, cost_s=result.seconds, error=result.error
+            )
         if result.status != "ok":  # crashed, or the measurement code raised
-            return Measurement(dict(config), Status.RUNTIME_ERROR, cost_s=result.seconds, error=result.error)
+            return Measurement(
+                dict(config), Status.RUNTIME_ERROR, cost_s=result.seconds, error=result.error
+            )
         v: dict[str, Any] = result.value
         status = Status(v["status"])
         extra = dict(v.get("extra") or {})

@@ -40,7 +40,15 @@ from ktune.tuner.measure.pool import (
     start_function,
 )
 
-__all__ = ["ADDRESS_ENV", "START_TIMEOUT_S", "RayPlacement", "RayWorkerPool", "cluster_gpus", "connect", "detect_device"]
+__all__ = [
+    "ADDRESS_ENV",
+    "START_TIMEOUT_S",
+    "RayPlacement",
+    "RayWorkerPool",
+    "cluster_gpus",
+    "connect",
+    "detect_device",
+]
 
 #: the environment variable that overrides a job's stored Ray address (a worker that reaches
 #: the cluster by another address than the machine that created the job)
@@ -102,7 +110,9 @@ def _ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise PoolError("Ray is not installed: pip install 'ktune[ray]' (on this machine and on every node)") from None
+        raise PoolError(
+            "Ray is not installed: pip install 'ktune[ray]' (on this machine and on every node)"
+        ) from None
     return ray
 
 
@@ -120,10 +130,14 @@ def connect(address: str) -> Any:
                     warnings.simplefilter("ignore")
                     ray.init(
                         address=None if address == "local" else address,
-                        include_dashboard=False, log_to_driver=False, configure_logging=False,
+                        include_dashboard=False,
+                        log_to_driver=False,
+                        configure_logging=False,
                     )
             except Exception as exc:  # noqa: BLE001 - ConnectionError, RuntimeError, ... from ray
-                raise PoolError(f"cannot join the Ray cluster at {address}: {type(exc).__name__}: {exc}") from None
+                raise PoolError(
+                    f"cannot join the Ray cluster at {address}: {type(exc).__name__}: {exc}"
+                ) from None
     return ray
 
 
@@ -173,7 +187,9 @@ class RayWorkerPool(SlotPool):
         self.start_timeout_s = start_timeout_s
         self._ray = connect(placement.address)
         self._actor_class = self._ray.remote(_Actor)
-        self._actors: dict[int, tuple[Any, Any] | None] = {s: None for s in self.slots}  # (handle, hello)
+        self._actors: dict[int, tuple[Any, Any] | None] = {
+            s: None for s in self.slots
+        }  # (handle, hello)
 
     def close(self) -> None:
         if self._closed:
@@ -192,7 +208,9 @@ class RayWorkerPool(SlotPool):
             raise PoolError("the worker pool is closed")
         entry = self._actors[slot]
         if entry is None:
-            handle = self._actor_class.options(**self.placement.actor_options()).remote(self.factory)
+            handle = self._actor_class.options(**self.placement.actor_options()).remote(
+                self.factory
+            )
             ready, _ = self._ray.wait([handle.hello.remote()], timeout=self.start_timeout_s)
             if not ready:
                 self._ray.kill(handle, no_restart=True)
@@ -235,14 +253,22 @@ class RayWorkerPool(SlotPool):
         ready, _ = self._ray.wait([ref], timeout=timeout_s)
         if not ready:
             self._replace(slot)
-            return TaskResult("timeout", error=f"no answer within {timeout_s:g} s; Ray worker killed",
-                              seconds=time.perf_counter() - started, restarted=True)
+            return TaskResult(
+                "timeout",
+                error=f"no answer within {timeout_s:g} s; Ray worker killed",
+                seconds=time.perf_counter() - started,
+                restarted=True,
+            )
         try:
             kind, payload = self._ray.get(ref)
         except Exception as exc:  # noqa: BLE001 - RayActorError and kin: the actor is gone
             self._replace(slot)
-            return TaskResult("crashed", error=f"Ray worker died: {_reason(exc)}",
-                              seconds=time.perf_counter() - started, restarted=True)
+            return TaskResult(
+                "crashed",
+                error=f"Ray worker died: {_reason(exc)}",
+                seconds=time.perf_counter() - started,
+                restarted=True,
+            )
         return self._answer(slot, kind, payload, time.perf_counter() - started)
 
 

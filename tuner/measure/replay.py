@@ -25,7 +25,9 @@ class ReplayBackend(Backend):
         """``speed``: also spend the recorded time in real time, ``speed`` times faster
         (for watching a job live), from real time (1) to 10^6; ``None`` answers at once."""
         if speed is not None and not MIN_REPLAY_SPEED <= speed <= MAX_REPLAY_SPEED:
-            raise ValueError(f"replay speed must be {MIN_REPLAY_SPEED:g}..{MAX_REPLAY_SPEED:g}, got {speed}")
+            raise ValueError(
+                f"replay speed must be {MIN_REPLAY_SPEED:g}..{MAX_REPLAY_SPEED:g}, got {speed}"
+            )
         self.recording = recording
         self.speed = speed
 

@@ -148,7 +148,9 @@ class NvrtcCompiler:
     def __init__(self, library: str | None = None) -> None:
         path = library or find_nvrtc()
         if path is None:
-            raise CompilerUnavailable("no NVRTC library found (pip install nvidia-cuda-nvrtc, or set KTUNE_NVRTC)")
+            raise CompilerUnavailable(
+                "no NVRTC library found (pip install nvidia-cuda-nvrtc, or set KTUNE_NVRTC)"
+            )
         folder = os.path.dirname(path)
         # libnvrtc dlopens its builtins by soname: load them first from the same folder
         for builtins in sorted(glob.glob(os.path.join(folder, "libnvrtc-builtins.so*"))):
@@ -199,7 +201,17 @@ class NvccCompiler:
         with tempfile.TemporaryDirectory(prefix="ktune-nvcc-") as tmp:
             src = Path(tmp) / "kernel.cu"
             src.write_text(code)
-            cmd = [self.path, "-cubin", f"-arch={arch}", "-Xptxas", "-v", *options, "-o", str(Path(tmp) / "k.cubin"), str(src)]
+            cmd = [
+                self.path,
+                "-cubin",
+                f"-arch={arch}",
+                "-Xptxas",
+                "-v",
+                *options,
+                "-o",
+                str(Path(tmp) / "k.cubin"),
+                str(src),
+            ]
             try:
                 proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
                 ok, log = proc.returncode == 0, proc.stdout + proc.stderr
@@ -214,11 +226,17 @@ def find_nvrtc() -> str | None:
     env = os.environ.get("KTUNE_NVRTC")
     if env:
         return env if os.path.exists(env) else None
-    roots = [os.path.join(p, "nvidia") for p in sys.path if p and os.path.isdir(os.path.join(p, "nvidia"))]
+    roots = [
+        os.path.join(p, "nvidia")
+        for p in sys.path
+        if p and os.path.isdir(os.path.join(p, "nvidia"))
+    ]
     cuda_home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
-    patterns = [os.path.join(r, "*", "lib", "libnvrtc.so*") for r in roots] + [
-        os.path.join(r, "cuda_nvrtc", "lib", "libnvrtc.so*") for r in roots
-    ] + [os.path.join(cuda_home, d, "libnvrtc.so*") for d in ("lib64", "lib")]
+    patterns = (
+        [os.path.join(r, "*", "lib", "libnvrtc.so*") for r in roots]
+        + [os.path.join(r, "cuda_nvrtc", "lib", "libnvrtc.so*") for r in roots]
+        + [os.path.join(cuda_home, d, "libnvrtc.so*") for d in ("lib64", "lib")]
+    )
     for pattern in patterns:
         hits = sorted(h for h in glob.glob(pattern) if ".alt." not in h)
         if hits:
@@ -312,10 +330,19 @@ def _entry(res: CompileResult, name: str, seconds: float) -> StaticInfo:
         hits = [v for k, v in res.entries.items() if name in k]
         info = hits[0] if len(hits) == 1 else None
     if info is None:
-        return StaticInfo(False, compile_ms=seconds * 1000, error=f"entry point {name!r} not in the compiled code")
+        return StaticInfo(
+            False, compile_ms=seconds * 1000, error=f"entry point {name!r} not in the compiled code"
+        )
     return StaticInfo(
-        True, info.registers, info.spill_stores, info.spill_loads, info.stack_bytes, info.shared_bytes,
-        info.constant_bytes, info.barriers, seconds * 1000,
+        True,
+        info.registers,
+        info.spill_stores,
+        info.spill_loads,
+        info.stack_bytes,
+        info.shared_bytes,
+        info.constant_bytes,
+        info.barriers,
+        seconds * 1000,
     )
 
 
@@ -332,6 +359,9 @@ def launch_problem(info: StaticInfo, launch: Launch, limits: DeviceLimits) -> st
     # registers are allocated per warp in units of 256
     warps = -(-threads // limits.warp_size)
     per_warp = -(-info.registers * limits.warp_size // 256) * 256
-    if info.registers > limits.max_registers_per_thread or warps * per_warp > limits.registers_per_block:
+    if (
+        info.registers > limits.max_registers_per_thread
+        or warps * per_warp > limits.registers_per_block
+    ):
         return f"{info.registers} registers x {threads} threads > {limits.registers_per_block} per block"
     return None

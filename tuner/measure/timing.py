@@ -27,12 +27,21 @@ class TimingSettings:
     flush_l2: bool = True
 
     def __post_init__(self) -> None:
-        if self.min_repeats < 1 or self.max_repeats < self.min_repeats or self.warmup < 0 or self.min_time_s < 0:
+        if (
+            self.min_repeats < 1
+            or self.max_repeats < self.min_repeats
+            or self.warmup < 0
+            or self.min_time_s < 0
+        ):
             raise ValueError(f"inconsistent timing settings {self}")
 
 
-def repeat_timed(timed_run: Callable[[], float], settings: TimingSettings, before: Callable[[], Any] | None = None,
-                 warmup: Callable[[], Any] | None = None) -> list[float]:
+def repeat_timed(
+    timed_run: Callable[[], float],
+    settings: TimingSettings,
+    before: Callable[[], Any] | None = None,
+    warmup: Callable[[], Any] | None = None,
+) -> list[float]:
     """Milliseconds of each ``timed_run()`` (which times itself and returns its ms), after
     ``settings.warmup`` untimed calls of ``warmup`` (default: ``timed_run``); ``before()``
     runs ahead of every run, warm-ups included, and is never timed."""

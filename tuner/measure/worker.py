@@ -36,8 +36,15 @@ from ktune.tuner.measure.timing import TimingSettings, repeat_timed
 __all__ = ["GpuMeasurer", "MeasureSpec", "TimingSettings", "make_measurer", "time_gpu"]
 
 # Launch errors that leave the context usable (the launch was refused, nothing ran).
-_RECOVERABLE = ("INVALID_VALUE", "OUT_OF_RESOURCES", "INVALID_CONFIGURATION", "InvalidValue",
-                "LaunchOutOfResources", "InvalidConfiguration", "TOO_MANY_RESOURCES")
+_RECOVERABLE = (
+    "INVALID_VALUE",
+    "OUT_OF_RESOURCES",
+    "INVALID_CONFIGURATION",
+    "InvalidValue",
+    "LaunchOutOfResources",
+    "InvalidConfiguration",
+    "TOO_MANY_RESOURCES",
+)
 
 
 @dataclass(frozen=True)
@@ -56,12 +63,18 @@ def make_measurer(spec: MeasureSpec, slot: int) -> GpuMeasurer:
     return GpuMeasurer(spec, slot)
 
 
-def time_gpu(run: Callable[[], Any], settings: TimingSettings, before: Callable[[], Any] | None = None,
-             l2_bytes: int = 0) -> list[float]:
+def time_gpu(
+    run: Callable[[], Any],
+    settings: TimingSettings,
+    before: Callable[[], Any] | None = None,
+    l2_bytes: int = 0,
+) -> list[float]:
     """Milliseconds of each timed ``run()`` (CUDA events), ``before()`` and an L2 flush untimed."""
     import cupy as cp
 
-    flush = cp.empty(max(2 * l2_bytes, 1), dtype=cp.uint8) if settings.flush_l2 and l2_bytes else None
+    flush = (
+        cp.empty(max(2 * l2_bytes, 1), dtype=cp.uint8) if settings.flush_l2 and l2_bytes else None
+    )
     start, end = cp.cuda.Event(), cp.cuda.Event()
     runs = 0
 
@@ -118,8 +131,15 @@ class GpuMeasurer:
 
     def __call__(self, config: Config) -> dict[str, Any] | WorkerReply:
         cp = self.cp
-        result: dict[str, Any] = {"status": "ok", "time_ms": None, "times_ms": [], "compile_ms": 0.0,
-                                  "bench_ms": 0.0, "error": "", "extra": {}}
+        result: dict[str, Any] = {
+            "status": "ok",
+            "time_ms": None,
+            "times_ms": [],
+            "compile_ms": 0.0,
+            "bench_ms": 0.0,
+            "error": "",
+            "extra": {},
+        }
         source = self.op.render(config, self.workload)
         launch = self.op.launch(config, self.workload)
         started = time.perf_counter()
@@ -131,8 +151,11 @@ class GpuMeasurer:
             return result
         result["compile_ms"] = (time.perf_counter() - started) * 1000
         attrs = _attributes(cp, kernel)
-        result["extra"] = {"registers": attrs["registers"], "static_smem_bytes": attrs["shared"],
-                           "local_bytes": attrs["local"]}
+        result["extra"] = {
+            "registers": attrs["registers"],
+            "static_smem_bytes": attrs["shared"],
+            "local_bytes": attrs["local"],
+        }
         problem = self._launch_problem(launch, attrs, kernel)
         if problem:
             result.update(status="runtime_error", error=f"cannot launch: {problem}")
@@ -156,7 +179,9 @@ class GpuMeasurer:
             if worst > 1.0:
                 result.update(status="wrong_result", error=self.tolerance.failure(worst))
             else:
-                times = time_gpu(run, self.spec.settings, restore, int(self.info.get("l2_bytes", 0)))
+                times = time_gpu(
+                    run, self.spec.settings, restore, int(self.info.get("l2_bytes", 0))
+                )
                 result.update(times_ms=times, time_ms=float(np.median(times)))
         except cp.cuda.runtime.CUDARuntimeError as exc:
             return self._cuda_failure(result, exc)
@@ -184,8 +209,10 @@ class GpuMeasurer:
     def _launch_problem(self, launch: Any, attrs: dict[str, int], kernel: Any) -> str | None:
         cp = self.cp
         if launch.threads_per_block > attrs["max_threads"]:
-            return (f"{launch.threads_per_block} threads per block > {attrs['max_threads']} "
-                    f"(the kernel uses {attrs['registers']} registers)")
+            return (
+                f"{launch.threads_per_block} threads per block > {attrs['max_threads']} "
+                f"(the kernel uses {attrs['registers']} registers)"
+            )
         if launch.shared_mem > 48 * 1024:
             optin = int(self.info.get("shared_mem_per_block_optin", 0))
             if attrs["shared"] + launch.shared_mem > optin:

@@ -55,7 +55,9 @@ def anneal(
         new_score[ok] = scorer(index[ok])
         for i, s in zip(index[ok].tolist(), new_score[ok].tolist()):
             visited[i] = s
-        accept = ok & (rng.random(len(current)) < np.exp(np.minimum(0.0, (new_score - score) / (scale * t))))
+        accept = ok & (
+            rng.random(len(current)) < np.exp(np.minimum(0.0, (new_score - score) / (scale * t)))
+        )
         pos[accept] = proposal[accept]
         current = np.where(accept, index, current)
         score = np.where(accept, new_score, score)

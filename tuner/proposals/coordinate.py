@@ -43,8 +43,12 @@ def coordinate_moves(
         neighbours = space.neighbours(int(incumbent), "hamming")
         if len(neighbours) == 0:
             continue
-        changed = (space.positions(neighbours) != space.positions([int(incumbent)])[0]).argmax(axis=1)
-        measured = np.fromiter((int(i) in seen for i in neighbours), dtype=bool, count=len(neighbours))
+        changed = (space.positions(neighbours) != space.positions([int(incumbent)])[0]).argmax(
+            axis=1
+        )
+        measured = np.fromiter(
+            (int(i) in seen for i in neighbours), dtype=bool, count=len(neighbours)
+        )
         free = ~measured
         if not free.any():
             continue

@@ -14,7 +14,14 @@ __all__ = ["MLP"]
 
 
 class MLP:
-    def __init__(self, sizes: list[int], rng: np.random.Generator, *, out_scale: float = 1.0, lr: float = 3e-3) -> None:
+    def __init__(
+        self,
+        sizes: list[int],
+        rng: np.random.Generator,
+        *,
+        out_scale: float = 1.0,
+        lr: float = 3e-3,
+    ) -> None:
         self.weights: list[np.ndarray] = []
         self.biases: list[np.ndarray] = []
         for i, (fan_in, fan_out) in enumerate(itertools.pairwise(sizes)):
@@ -52,7 +59,9 @@ class MLP:
                 g = (g @ self.weights[i].T) * (1.0 - acts[i] ** 2)  # tanh'
         return [*gw, *gb]
 
-    def step(self, grads: list[np.ndarray], beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8) -> None:
+    def step(
+        self, grads: list[np.ndarray], beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8
+    ) -> None:
         """One Adam step (in place), with global gradient-norm clipping at 1."""
         norm = np.sqrt(sum(float((g**2).sum()) for g in grads))
         if norm > 1.0:

@@ -56,7 +56,9 @@ class KnobMoveAgent:
         out, acts = self.policy.forward(states)
         return out.reshape(len(states), self.d, 3), acts
 
-    def propose(self, scorer: Scorer, starts: np.ndarray, n: int = 64) -> tuple[np.ndarray, np.ndarray]:
+    def propose(
+        self, scorer: Scorer, starts: np.ndarray, n: int = 64
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Roll out from ``starts`` (dense indices), learn, and return up to ``n`` visited
         configurations with their predicted scores, best first."""
         starts = np.asarray(starts, dtype=np.int64)
@@ -70,7 +72,9 @@ class KnobMoveAgent:
         items = sorted(visited.items(), key=lambda kv: -kv[1])[:n]
         return np.array([i for i, _ in items], dtype=np.int64), np.array([s for _, s in items])
 
-    def _rollout(self, scorer: Scorer, begin: np.ndarray, visited: dict[int, float]) -> tuple[np.ndarray, ...]:
+    def _rollout(
+        self, scorer: Scorer, begin: np.ndarray, visited: dict[int, float]
+    ) -> tuple[np.ndarray, ...]:
         index = begin.copy()
         pos = self.space.positions(index)
         score = scorer(index)
@@ -84,7 +88,9 @@ class KnobMoveAgent:
             # sample one of {down, stay, up} per knob
             u = self.rng.random((len(index), self.d, 1))
             a = (u > np.cumsum(probs, axis=2)).sum(axis=2).clip(0, 2)
-            logp = np.log(np.take_along_axis(probs, a[..., None], axis=2)[..., 0] + 1e-12).sum(axis=1)
+            logp = np.log(np.take_along_axis(probs, a[..., None], axis=2)[..., 0] + 1e-12).sum(
+                axis=1
+            )
             v, _ = self.value.forward(s)
             nxt = np.clip(pos + (a - 1), 0, self.radices - 1)
             nidx = self.space.indices_of_positions(nxt)
@@ -113,7 +119,14 @@ class KnobMoveAgent:
         flat = lambda xs: np.concatenate(xs, axis=0)
         return flat(states), flat(actions), flat(logps), advantages.ravel(), returns.ravel()
 
-    def _update(self, states: np.ndarray, actions: np.ndarray, old_logp: np.ndarray, adv: np.ndarray, returns: np.ndarray) -> None:
+    def _update(
+        self,
+        states: np.ndarray,
+        actions: np.ndarray,
+        old_logp: np.ndarray,
+        adv: np.ndarray,
+        returns: np.ndarray,
+    ) -> None:
         adv = (adv - adv.mean()) / (adv.std() + 1e-8)
         onehot = np.eye(3)[actions]  # (B, d, 3)
         for _ in range(self.epochs):

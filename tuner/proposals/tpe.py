@@ -82,7 +82,9 @@ class TPESource:
         self._calls += 1
         sampler = optuna.samplers.TPESampler(
             # Optuna takes seeds below 2**32; the same as before for seeds up to 542,357
-            seed=(self.seed * 7919 + self._calls) % 2**32, multivariate=True, n_startup_trials=5
+            seed=(self.seed * 7919 + self._calls) % 2**32,
+            multivariate=True,
+            n_startup_trials=5,
         )
         study = optuna.create_study(direction="minimize", sampler=sampler)
         trials = self._trials(measured)
@@ -102,7 +104,9 @@ class TPESource:
                     continue
                 chosen.add(int(index))
                 out.append(int(index))
-                study.tell(trial, state=optuna.trial.TrialState.FAIL)  # accepted; TPE ignores failed trials
+                study.tell(
+                    trial, state=optuna.trial.TrialState.FAIL
+                )  # accepted; TPE ignores failed trials
         return np.array(out, dtype=np.int64)
 
     # --- building the study --------------------------------------------------------------
@@ -112,7 +116,9 @@ class TPESource:
 
         ok = [t for t in measured.values() if t is not None and t > 0]
         best = min(ok, default=1.0)
-        rows = [(i, (t / best) if t is not None and t > 0 else math.inf) for i, t in measured.items()]
+        rows = [
+            (i, (t / best) if t is not None and t > 0 else math.inf) for i, t in measured.items()
+        ]
         keep = int(self.prior_cap * self.prior_half_at / (self.prior_half_at + len(measured)))
         rows += [p for p in self._thinned(keep) if p[0] not in measured]
         finite = [v for _, v in rows if math.isfinite(v)]
@@ -124,9 +130,13 @@ class TPESource:
         trials = []
         for (_, value), row in zip(rows, positions):
             params = {n: int(row[j]) for j, n in enumerate(names) if n in self._dists}
-            trials.append(optuna.trial.create_trial(
-                params=params, distributions=self._dists, value=value if math.isfinite(value) else fail
-            ))
+            trials.append(
+                optuna.trial.create_trial(
+                    params=params,
+                    distributions=self._dists,
+                    value=value if math.isfinite(value) else fail,
+                )
+            )
         return trials
 
     def _thinned(self, keep: int) -> list[tuple[int, float]]:

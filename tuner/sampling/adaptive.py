@@ -41,7 +41,11 @@ class AdaptiveSampler:
         """Pick up to ``n`` distinct unmeasured indices; higher ``score`` is better."""
         candidates = np.asarray(candidates, dtype=np.int64)
         keep = np.array([int(c) not in measured for c in candidates], dtype=bool)
-        candidates, score, uncertainty = candidates[keep], np.asarray(score)[keep], np.asarray(uncertainty)[keep]
+        candidates, score, uncertainty = (
+            candidates[keep],
+            np.asarray(score)[keep],
+            np.asarray(uncertainty)[keep],
+        )
         candidates, first = np.unique(candidates, return_index=True)
         score, uncertainty = score[first], uncertainty[first]
         if n <= 0 or len(self.space) == 0:
@@ -64,7 +68,9 @@ class AdaptiveSampler:
             picks = [index for _, index in best_per_cluster[:n]]
         if len(picks) < n:
             order = np.argsort(-acquisition)
-            picks += self._synthesise(candidates[order[: max(8, 2 * n)]], n - len(picks), set(measured) | set(picks))
+            picks += self._synthesise(
+                candidates[order[: max(8, 2 * n)]], n - len(picks), set(measured) | set(picks)
+            )
         return picks
 
     def _encode(self, indices: np.ndarray) -> np.ndarray:
@@ -94,7 +100,10 @@ class AdaptiveSampler:
         out: list[int] = []
         if len(promising):
             positions = self.space.positions(promising)
-            mode = [Counter(positions[:, j].tolist()).most_common(1)[0][0] for j in range(positions.shape[1])]
+            mode = [
+                Counter(positions[:, j].tolist()).most_common(1)[0][0]
+                for j in range(positions.shape[1])
+            ]
             config = {p.name: p.values[mode[j]] for j, p in enumerate(self.space.parameters)}
             start = self.space.index(config)
             if start is None:

@@ -7,7 +7,9 @@ import numpy as np
 __all__ = ["kmeans"]
 
 
-def kmeans(points: np.ndarray, k: int, rng: np.random.Generator, iterations: int = 20) -> tuple[np.ndarray, float]:
+def kmeans(
+    points: np.ndarray, k: int, rng: np.random.Generator, iterations: int = 20
+) -> tuple[np.ndarray, float]:
     """Cluster ``points`` (n, d) into ``k`` groups; return labels (n,) and the inertia.
 
     Deterministic for a given ``rng`` state. ``k`` is capped at the number of distinct points.

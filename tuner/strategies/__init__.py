@@ -11,7 +11,17 @@ import importlib
 from ktune.search_space.space import SearchSpace
 from ktune.tuner.strategies.base import Observation, SearchContext, Strategy, StrategyError
 
-__all__ = ["DEFAULT", "REGISTRY", "Observation", "SearchContext", "Strategy", "StrategyError", "create", "get", "names"]
+__all__ = [
+    "DEFAULT",
+    "REGISTRY",
+    "Observation",
+    "SearchContext",
+    "Strategy",
+    "StrategyError",
+    "create",
+    "get",
+    "names",
+]
 
 #: the strategy a job gets when it names none: the winner of benchmarks/search_efficiency.py
 DEFAULT = "auto"
@@ -35,16 +45,22 @@ def get(name: str) -> type[Strategy]:
     try:
         target = REGISTRY[name]
     except KeyError:
-        raise StrategyError(f"unknown strategy {name!r} (choose from: {', '.join(names())})") from None
+        raise StrategyError(
+            f"unknown strategy {name!r} (choose from: {', '.join(names())})"
+        ) from None
     module_name, _, class_name = target.partition(":")
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise StrategyError(f"strategy {name!r} needs a missing package: {exc.name or exc}") from None
+        raise StrategyError(
+            f"strategy {name!r} needs a missing package: {exc.name or exc}"
+        ) from None
     cls: type[Strategy] = getattr(module, class_name)
     return cls
 
 
-def create(name: str, space: SearchSpace, *, seed: int | None = None, context: SearchContext | None = None) -> Strategy:
+def create(
+    name: str, space: SearchSpace, *, seed: int | None = None, context: SearchContext | None = None
+) -> Strategy:
     """Instantiate strategy ``name`` on ``space`` (``context``: see :class:`SearchContext`)."""
     return get(name)(space, seed=seed, context=context)

@@ -55,7 +55,9 @@ class AutoSearch(ModelGuided):
     #: proposals made by the transferred model alone before the explorer's first
     explorer_after: ClassVar[int] = 8
 
-    def __init__(self, space: SearchSpace, *, seed: int | None = None, context: SearchContext | None = None) -> None:
+    def __init__(
+        self, space: SearchSpace, *, seed: int | None = None, context: SearchContext | None = None
+    ) -> None:
         super().__init__(space, seed=seed, context=context)
         self.agent = KnobMoveAgent(space, self.rng)
         self.explorer: _Explorer | None = None
@@ -101,7 +103,11 @@ class AutoSearch(ModelGuided):
                 self.explorer.tell(own)
 
     def _candidates(self, n: int, taken: set[int]) -> np.ndarray:
-        parts = [self.top_predicted(4 * n, taken), self.local(2 * n, taken), self.annealed(2 * n, taken)]
+        parts = [
+            self.top_predicted(4 * n, taken),
+            self.local(2 * n, taken),
+            self.annealed(2 * n, taken),
+        ]
         starts = np.concatenate([self.best_measured(8), self.space.sample(8, self.rng)])
         found, _ = self.agent.propose(self.score, starts, n=2 * n + len(taken))
         parts.append(found[~np.isin(found, np.fromiter(taken, np.int64))][: 2 * n])
@@ -114,7 +120,9 @@ class _Explorer(AutoSearch):
 
     def __init__(self, main: AutoSearch, seed: int | None) -> None:
         ctx = main.context
-        super().__init__(main.space, seed=seed, context=SearchContext(ctx.workload, ctx.device, ctx.spec, ()))
+        super().__init__(
+            main.space, seed=seed, context=SearchContext(ctx.workload, ctx.device, ctx.spec, ())
+        )
         self._main = main
         #: the main search's table of space features serves when its columns are the same
         #: (no device columns there either), so the space is featurised once, not twice

@@ -77,7 +77,9 @@ class Strategy(ABC):
     #: how much of the log the job loads for it (``None``: every matching trial)
     prior_limit: ClassVar[PriorLimit | None] = None
 
-    def __init__(self, space: SearchSpace, *, seed: int | None = None, context: SearchContext | None = None) -> None:
+    def __init__(
+        self, space: SearchSpace, *, seed: int | None = None, context: SearchContext | None = None
+    ) -> None:
         self.check_space(space)
         self.space = space
         self.seed = seed

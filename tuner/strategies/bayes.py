@@ -22,7 +22,9 @@ class BayesianSearch(ModelGuided):
     name = "bayes"
     summary = "Optuna TPE warm-started from the log, candidates filtered by the cost model"
 
-    def __init__(self, space: SearchSpace, *, seed: int | None = None, context: SearchContext | None = None) -> None:
+    def __init__(
+        self, space: SearchSpace, *, seed: int | None = None, context: SearchContext | None = None
+    ) -> None:
         super().__init__(space, seed=seed, context=context)
         self.tpe = TPESource(space, seed or 0, self.prior_ratios())
 

@@ -73,7 +73,9 @@ class ModelGuided(Strategy):
     #: and refits stay cheap however large the log grows (``cost_model.prior``)
     prior_limit: ClassVar[PriorLimit | None] = DEFAULT_LIMIT
 
-    def __init__(self, space: SearchSpace, *, seed: int | None = None, context: SearchContext | None = None) -> None:
+    def __init__(
+        self, space: SearchSpace, *, seed: int | None = None, context: SearchContext | None = None
+    ) -> None:
         super().__init__(space, seed=seed, context=context)
         ctx = self.context
         self.workload = ctx.workload or Workload("job", (1,))
@@ -84,16 +86,26 @@ class ModelGuided(Strategy):
             # a job's context is already bounded by the same policy and seed (a no-op then);
             # a prior handed in directly (the Python API, tests) is bounded here
             prior = limit_samples(
-                prior, self.prior_limit, target=(self.workload.key, self.device), target_spec=self.spec,
+                prior,
+                self.prior_limit,
+                target=(self.workload.key, self.device),
+                target_spec=self.spec,
                 seed=seed or 0,
             )
         known = {s.device for s in prior if s.spec is not None and s.device != self.device}
-        extractor = FeatureExtractor(space.parameters, device_features=len(known) >= MIN_DEVICES_FOR_COLUMNS)
+        extractor = FeatureExtractor(
+            space.parameters, device_features=len(known) >= MIN_DEVICES_FOR_COLUMNS
+        )
         # A small ensemble on one thread: the model refits once per plan on at most a few
         # thousand rows, and OpenMP threads only contend with the measurements on small data.
         self.model = XGBCostModel(
-            extractor, target=(self.workload.key, self.device), target_spec=self.spec, seed=seed or 0,
-            n_members=3, n_rounds=40, nthread=1,
+            extractor,
+            target=(self.workload.key, self.device),
+            target_spec=self.spec,
+            seed=seed or 0,
+            n_members=3,
+            n_rounds=40,
+            nthread=1,
         )
         self._prior = prior
         if any(s.ok for s in prior):
@@ -104,7 +116,9 @@ class ModelGuided(Strategy):
         self._plan: list[int] = []
         self._handed: set[int] = set()
         self._features: np.ndarray | None = None
-        self._table: tuple[np.ndarray, np.ndarray] | None = None  # (score, uncertainty) of all configs
+        self._table: tuple[np.ndarray, np.ndarray] | None = (
+            None  # (score, uncertainty) of all configs
+        )
         self.sampler = AdaptiveSampler(space, self.rng, beta=self.beta)
 
     # --- ask / tell ---------------------------------------------------------------------
@@ -130,7 +144,10 @@ class ModelGuided(Strategy):
             self._obs[o.index] = o
             self._handed.add(o.index)
         configs = self.space.configs([o.index for o in new])
-        samples = [Sample(c, self.workload, self.device, self.spec, o.status, o.time_ms) for c, o in zip(configs, new)]
+        samples = [
+            Sample(c, self.workload, self.device, self.spec, o.status, o.time_ms)
+            for c, o in zip(configs, new)
+        ]
         self._own.extend(samples)
         self._unfitted.extend(samples)
 
@@ -171,7 +188,12 @@ class ModelGuided(Strategy):
         measurements alone."""
         scored = min(len(self.space), self.exhaustive_limit)
         rows = len(self._prior) + len(self._own)
-        return PLAN_S_FIXED + PLAN_S_PER_CONFIG * scored + PLAN_S_PER_ROW * rows + PLAN_S_PER_PROPOSAL * n
+        return (
+            PLAN_S_FIXED
+            + PLAN_S_PER_CONFIG * scored
+            + PLAN_S_PER_ROW * rows
+            + PLAN_S_PER_PROPOSAL * n
+        )
 
     def _taken(self) -> set[int]:
         return set(self._obs) | self._handed
@@ -184,11 +206,16 @@ class ModelGuided(Strategy):
         n = min(n, remaining)
         self._refresh()
         if not self.model.fitted:
-            pool = self.space.sample(min(remaining, 32 * n), self.rng, exclude=np.fromiter(taken, np.int64))
+            pool = self.space.sample(
+                min(remaining, 32 * n), self.rng, exclude=np.fromiter(taken, np.int64)
+            )
             zeros = np.zeros(len(pool))
             return self.sampler.select(pool, zeros, zeros, n, taken)
         moves = coordinate_moves(
-            self.space, self.acquisition, self.best_measured(self.coordinate_incumbents), taken,
+            self.space,
+            self.acquisition,
+            self.best_measured(self.coordinate_incumbents),
+            taken,
             round(self.coordinate_share * n),
         )
         taken = taken | set(moves)
@@ -196,9 +223,15 @@ class ModelGuided(Strategy):
         if n <= 0 or len(taken) >= len(self.space):
             return moves
         candidates = self._candidates(n, taken)
-        candidates = candidates[~np.isin(candidates, np.fromiter(taken, np.int64))] if len(candidates) else candidates
+        candidates = (
+            candidates[~np.isin(candidates, np.fromiter(taken, np.int64))]
+            if len(candidates)
+            else candidates
+        )
         if len(np.unique(candidates)) < n:
-            extra = self.space.sample(n, self.rng, exclude=np.fromiter(taken | set(candidates.tolist()), np.int64))
+            extra = self.space.sample(
+                n, self.rng, exclude=np.fromiter(taken | set(candidates.tolist()), np.int64)
+            )
             candidates = np.concatenate([candidates, extra])
         score, uncertainty = self.predict(candidates)
         return moves + self.sampler.select(candidates, score, uncertainty, n, taken)
@@ -216,12 +249,16 @@ class ModelGuided(Strategy):
             if self._table is None:
                 self._table = self.model.predict(self.space_features())
             return self._table[0][indices], self._table[1][indices]
-        return self.model.predict(self.model.extractor.for_space(self.space, indices, self.workload, self.spec))
+        return self.model.predict(
+            self.model.extractor.for_space(self.space, indices, self.workload, self.spec)
+        )
 
     def space_features(self) -> np.ndarray:
         """The features of every config of the space (computed once; small spaces only)."""
         if self._features is None:
-            self._features = self.model.extractor.for_space(self.space, None, self.workload, self.spec)
+            self._features = self.model.extractor.for_space(
+                self.space, None, self.workload, self.spec
+            )
         return self._features
 
     def score(self, indices: np.ndarray) -> np.ndarray:
@@ -251,7 +288,11 @@ class ModelGuided(Strategy):
 
     def local(self, k: int, taken: set[int], best: int = 3) -> np.ndarray:
         """One-knob neighbours of the best measured configs, best predicted first."""
-        around = {int(nb) for i in self.best_measured(best) for nb in self.space.neighbours(int(i), "hamming")}
+        around = {
+            int(nb)
+            for i in self.best_measured(best)
+            for nb in self.space.neighbours(int(i), "hamming")
+        }
         pool = np.array(sorted(around - taken), dtype=np.int64)
         if len(pool) == 0:
             return pool
@@ -279,6 +320,8 @@ class ModelGuided(Strategy):
 
     def annealed(self, k: int, taken: set[int], chains: int = 16) -> np.ndarray:
         """Model-based simulated annealing from the best measured and some random configs."""
-        starts = np.concatenate([self.best_measured(chains // 2), self.space.sample(chains // 2, self.rng)])
+        starts = np.concatenate(
+            [self.best_measured(chains // 2), self.space.sample(chains // 2, self.rng)]
+        )
         found, _ = anneal(self.space, self.score, starts, self.rng, n=k + len(taken))
         return found[~np.isin(found, np.fromiter(taken, np.int64))][:k]

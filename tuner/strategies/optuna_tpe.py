@@ -56,15 +56,16 @@ class OptunaTPE(Strategy):
 
     # -- encoding ---------------------------------------------------------------------------
     def _index_of(self, positions: dict[str, Any]) -> int | None:
-        config = {
-            p.name: p.values[int(positions.get(p.name, 0))]
-            for p in self.space.parameters
-        }
+        config = {p.name: p.values[int(positions.get(p.name, 0))] for p in self.space.parameters}
         return self.space.index(config)
 
     def _positions_of(self, index: int) -> dict[str, int]:
         row = self.space.positions(np.array([index]))[0]
-        return {p.name: int(row[j]) for j, p in enumerate(self.space.parameters) if p.name in self._dists}
+        return {
+            p.name: int(row[j])
+            for j, p in enumerate(self.space.parameters)
+            if p.name in self._dists
+        }
 
     # -- ask --------------------------------------------------------------------------------
     def ask(self, n: int) -> list[int]:
@@ -100,7 +101,9 @@ class OptunaTPE(Strategy):
 
     def _fallback(self, near: int | None) -> int:
         if near is not None:
-            around = [int(i) for i in self.space.neighbours(near, "hamming") if int(i) not in self._seen]
+            around = [
+                int(i) for i in self.space.neighbours(near, "hamming") if int(i) not in self._seen
+            ]
             if around:
                 return around[int(self.rng.integers(len(around)))]
         exclude = np.fromiter(self._seen, dtype=np.int64, count=len(self._seen))

@@ -16,7 +16,9 @@ class RandomSearch(Strategy):
     name = "random"
     summary = "uniform sampling of valid configurations without replacement"
 
-    def __init__(self, space: SearchSpace, *, seed: int | None = None, context: SearchContext | None = None) -> None:
+    def __init__(
+        self, space: SearchSpace, *, seed: int | None = None, context: SearchContext | None = None
+    ) -> None:
         super().__init__(space, seed=seed, context=context)
         self._seen: set[int] = set()
 

@@ -14,9 +14,13 @@ __all__ = ["ReinforcementSearch"]
 
 class ReinforcementSearch(ModelGuided):
     name = "rl"
-    summary = "PPO agent over knob moves on an XGBoost cost model, with adaptive sampling (Chameleon)"
+    summary = (
+        "PPO agent over knob moves on an XGBoost cost model, with adaptive sampling (Chameleon)"
+    )
 
-    def __init__(self, space: SearchSpace, *, seed: int | None = None, context: SearchContext | None = None) -> None:
+    def __init__(
+        self, space: SearchSpace, *, seed: int | None = None, context: SearchContext | None = None
+    ) -> None:
         super().__init__(space, seed=seed, context=context)
         self.agent = KnobMoveAgent(space, self.rng)
 

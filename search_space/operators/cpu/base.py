@@ -52,8 +52,13 @@ class CpuLimits:
 
     def constants(self) -> dict[str, Value]:
         """Names the constraint expressions of host spaces use."""
-        return {"cores": self.cores, "register_bytes": self.register_bytes, "vector_bytes": self.vector_bytes,
-                "l1d_bytes": self.l1d_bytes, "l2_bytes": self.l2_bytes}
+        return {
+            "cores": self.cores,
+            "register_bytes": self.register_bytes,
+            "vector_bytes": self.vector_bytes,
+            "l1d_bytes": self.l1d_bytes,
+            "l2_bytes": self.l2_bytes,
+        }
 
 
 @dataclass(frozen=True)
@@ -72,7 +77,11 @@ class CSource:
 
 def c_template(name: str) -> str:
     """The text of a C template shipped in ``search_space/operators/host/c``."""
-    return resources.files("ktune.search_space.operators.cpu").joinpath(f"c/{name}").read_text(encoding="utf-8")
+    return (
+        resources.files("ktune.search_space.operators.cpu")
+        .joinpath(f"c/{name}")
+        .read_text(encoding="utf-8")
+    )
 
 
 class CpuOperator(ShapedOperator, ABC):

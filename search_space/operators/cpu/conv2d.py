@@ -26,13 +26,20 @@ __all__ = ["CpuConv2d"]
 
 _CONSTRAINTS = [
     # a block no larger than the smallest power of two covering its dimension
-    "tile_k // 2 < K", "tile_p // 2 < P", "tile_q // 2 < Q", "tile_c // 2 < C",
-    "micro_k <= tile_k", "micro_q <= tile_q", "micro_k // 2 < K", "micro_q // 2 < Q",
+    "tile_k // 2 < K",
+    "tile_p // 2 < P",
+    "tile_q // 2 < Q",
+    "tile_c // 2 < C",
+    "micro_k <= tile_k",
+    "micro_q <= tile_q",
+    "micro_k // 2 < K",
+    "micro_q // 2 < Q",
     # the accumulators of a register block fit in the vector registers
     "micro_k * micro_q * elem_bytes <= register_bytes",
     "unroll_s // 2 < S",
     # no thread without an (image, channel block) pair to compute
-    "threads <= cores", "threads <= N * ((K + tile_k - 1) // tile_k)",
+    "threads <= cores",
+    "threads <= N * ((K + tile_k - 1) // tile_k)",
 ]
 
 
@@ -53,14 +60,37 @@ class CpuConv2d(ConvProblem, CpuOperator):
             Parameter.of("unroll_s", [1, 2, 4]),
             Parameter.of("threads", sorted({*param_range(1, limits.cores), limits.cores})),
         ]
-        constants = {**limits.constants(), "N": cs.n, "K": cs.k, "C": cs.c, "P": cs.p, "Q": cs.q, "S": cs.s,
-                     "elem_bytes": self.item_bytes(workload)}
+        constants = {
+            **limits.constants(),
+            "N": cs.n,
+            "K": cs.k,
+            "C": cs.c,
+            "P": cs.p,
+            "Q": cs.q,
+            "S": cs.s,
+            "elem_bytes": self.item_bytes(workload),
+        }
         return SearchSpace(parameters, _CONSTRAINTS, constants=constants, name=workload.key)
 
     def render(self, config: Config, workload: Workload) -> CSource:
         cs, _ = self.conv_shape(workload)
-        defines = {name.upper(): config[name] for name in
-                   ("tile_k", "tile_p", "tile_q", "tile_c", "micro_k", "micro_q", "unroll_s", "threads")}
-        defines |= {key.removeprefix("CV_"): value for key, value in cs.defines(False).items() if key != "CV_NHWC"}
+        defines = {
+            name.upper(): config[name]
+            for name in (
+                "tile_k",
+                "tile_p",
+                "tile_q",
+                "tile_c",
+                "micro_k",
+                "micro_q",
+                "unroll_s",
+                "threads",
+            )
+        }
+        defines |= {
+            key.removeprefix("CV_"): value
+            for key, value in cs.defines(False).items()
+            if key != "CV_NHWC"
+        }
         defines |= {"REAL": C_TYPES[workload.dtype], "KERNEL_NAME": "ktune_conv2d"}
         return CSource("ktune_conv2d", c_template("conv2d.c"), defines)

@@ -24,20 +24,27 @@ __all__ = ["CpuMatmul"]
 
 _CONSTRAINTS = [
     # a tile or block no larger than the smallest power of two covering its dimension
-    "tile_i // 2 < M", "tile_j // 2 < N", "tile_k // 2 < K",
-    "micro_i <= tile_i", "micro_j <= tile_j",
-    "micro_i // 2 < M", "micro_j // 2 < N",
+    "tile_i // 2 < M",
+    "tile_j // 2 < N",
+    "tile_k // 2 < K",
+    "micro_i <= tile_i",
+    "micro_j <= tile_j",
+    "micro_i // 2 < M",
+    "micro_j // 2 < N",
     # the accumulators of a register block fit in the vector registers
     "micro_i * micro_j * elem_bytes <= register_bytes",
     "unroll_k <= tile_k",
     # no thread without a row block to compute
-    "threads <= cores", "threads <= (M + tile_i - 1) // tile_i",
+    "threads <= cores",
+    "threads <= (M + tile_i - 1) // tile_i",
 ]
 
 
 class CpuMatmul(GemmProblem, CpuOperator):
     name = "cpu_matmul"
-    summary = "matrix multiply in C: cache tiles, a register block of C, B panel packing, OpenMP threads"
+    summary = (
+        "matrix multiply in C: cache tiles, a register block of C, B panel packing, OpenMP threads"
+    )
 
     def space(self, workload: Workload, limits: CpuLimits) -> SearchSpace:
         self.check(workload)
@@ -53,13 +60,36 @@ class CpuMatmul(GemmProblem, CpuOperator):
             Parameter.of("pack_b", [0, 1]),
             Parameter.of("threads", threads),
         ]
-        constants = {**limits.constants(), "M": m, "N": n, "K": k, "elem_bytes": self.item_bytes(workload)}
+        constants = {
+            **limits.constants(),
+            "M": m,
+            "N": n,
+            "K": k,
+            "elem_bytes": self.item_bytes(workload),
+        }
         return SearchSpace(parameters, _CONSTRAINTS, constants=constants, name=workload.key)
 
     def render(self, config: Config, workload: Workload) -> CSource:
         self.check(workload)
         m, n, k = workload.shape
-        defines = {f"{name.upper()}": config[name] for name in
-                   ("tile_i", "tile_j", "tile_k", "micro_i", "micro_j", "unroll_k", "pack_b", "threads")}
-        defines |= {"M": m, "N": n, "K": k, "REAL": C_TYPES[workload.dtype], "KERNEL_NAME": "ktune_matmul"}
+        defines = {
+            f"{name.upper()}": config[name]
+            for name in (
+                "tile_i",
+                "tile_j",
+                "tile_k",
+                "micro_i",
+                "micro_j",
+                "unroll_k",
+                "pack_b",
+                "threads",
+            )
+        }
+        defines |= {
+            "M": m,
+            "N": n,
+            "K": k,
+            "REAL": C_TYPES[workload.dtype],
+            "KERNEL_NAME": "ktune_matmul",
+        }
         return CSource("ktune_matmul", c_template("matmul.c"), defines)
