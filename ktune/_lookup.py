@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import operator as _operator
-import re
 import threading
 from collections.abc import Sequence
 from dataclasses import replace
@@ -13,12 +11,11 @@ from ktune._model_tier import model_choice
 from ktune._similarity import catalog_knows, device_distance
 from ktune.cost_model.devices import normalise_name
 from ktune.db import LookupQuery, TuningLog, resolve_url
-from ktune.search_space.workload import MAX_DIM, Workload, WorkloadError
+from ktune.search_space.workload import Workload, WorkloadError
+from ktune.search_space.workload import parse_shape as workload_shape
 
 __all__ = ["Answer", "LookupInputError", "lookup", "parse_shape"]
 
-_SHAPE_SPLIT = re.compile(r"\s*[x,]\s*")
-_MAX_RANK = 8
 _FIELDS = ("operator", "shape", "dtype", "layout")
 
 
@@ -32,29 +29,12 @@ class LookupInputError(ValueError):
 
 
 def parse_shape(shape: str | Sequence[int]) -> tuple[int, ...]:
-    """``"4096x4096"``, ``"4096,4096"`` or a sequence of integers (numpy's too) ->
-    ``(4096, 4096)``; each size 1 to ``MAX_DIM``."""
-    if isinstance(shape, str):
-        parts = _SHAPE_SPLIT.split(shape.strip())
-        if not all(p.isascii() and p.isdigit() for p in parts):  # not "²" or Arabic-Indic digits
-            raise LookupInputError("shape", f"{shape[:100]!r} is not like 4096x4096")
-        if any(
-            len(p.lstrip("0")) > len(str(MAX_DIM)) for p in parts
-        ):  # before int(): no 10^5-digit parse
-            raise LookupInputError("shape", f"sizes must be at most {MAX_DIM}")
-        dims = tuple(int(p) for p in parts)
-    else:
-        try:
-            if any(isinstance(d, bool) for d in shape):
-                raise TypeError("True is not a size")
-            dims = tuple(_operator.index(d) for d in shape)
-        except TypeError:
-            raise LookupInputError("shape", f"{list(shape)!r} must be a list of integers") from None
-    if not 1 <= len(dims) <= _MAX_RANK or any(d <= 0 for d in dims):
-        raise LookupInputError("shape", f"{list(dims)} must be 1 to {_MAX_RANK} positive sizes")
-    if any(d > MAX_DIM for d in dims):
-        raise LookupInputError("shape", f"sizes must be at most {MAX_DIM}")
-    return dims
+    """The shape grammar of every command (:func:`ktune.search_space.workload.parse_shape`),
+    its errors as a :class:`LookupInputError` of the field ``shape``."""
+    try:
+        return workload_shape(shape)
+    except WorkloadError as exc:
+        raise LookupInputError("shape", str(exc)) from None
 
 
 def _query(

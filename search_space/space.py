@@ -78,6 +78,26 @@ class SearchSpace:
         space._set_ranks(_sorted_unique(matrix @ space._strides))
         return space
 
+    def restrict(self, expressions: Sequence[str]) -> SearchSpace:
+        """The members of this space that also satisfy ``expressions`` (constraint
+        expressions over its parameter names), as a space of the same parameters whose
+        members are listed (as :meth:`from_configs` makes). A :class:`ConstraintError` for an
+        expression that does not parse."""
+        parsed = [parse_constraint(e, self.names, self.constants) for e in expressions]
+        positions = self.positions()
+        columns = {
+            p.name: (self._objects[j] if p.kind == "str" else self._columns[j])[positions[:, j]]
+            for j, p in enumerate(self.parameters)
+        }
+        keep = np.ones(len(self), dtype=bool)
+        for c in parsed:
+            keep &= c.evaluate(columns)
+        space = SearchSpace.__new__(SearchSpace)
+        space._set_parameters(self.parameters, self.name)
+        space.constants, space.constraints, space.explicit = {}, (), True
+        space._set_ranks(self._ranks[keep])
+        return space
+
     # --- construction helpers
 
     def _set_parameters(self, parameters: Sequence[Parameter], name: str) -> None:

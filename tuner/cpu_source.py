@@ -24,7 +24,7 @@ from ktune.tuner.measure.cpu_backend import CpuBackend, compiler_unavailable
 from ktune.tuner.measure.cpu_detect import cpu_spec
 from ktune.tuner.measure.cpu_worker import Compiler, CompilerError, compiler_from_env
 from ktune.tuner.measure.timing import TimingSettings
-from ktune.tuner.sources import MeasuredSource, SourceError, check_unchanged, restrict
+from ktune.tuner.sources import MeasuredSource, SourceError, check_unchanged
 
 __all__ = ["CpuSource", "local_cpu"]
 
@@ -94,7 +94,7 @@ class CpuSource(MeasuredSource):
         spec = detect() if detect is not None else local_cpu()
         space = operator.space(workload, CpuLimits.from_spec(spec))
         if constraints:
-            space = restrict(space, constraints)
+            space = space.restrict(constraints)
         if len(space) == 0:
             raise SourceError(
                 f"no configuration of {workload.key} fits {spec.get('name')} under the constraints"

@@ -18,10 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-import numpy as np
-
 from ktune.search_space import recorded
-from ktune.search_space.constraints import parse_constraint
 from ktune.search_space.formats import FormatError, load_cache, load_t1
 from ktune.search_space.formats.kernel_tuner import RecordedSpace
 from ktune.search_space.space import SearchSpace
@@ -47,7 +44,6 @@ __all__ = [
     "check_unchanged",
     "open_source",
     "resolve_recording",
-    "restrict",
     "runnable_backends",
 ]
 
@@ -147,7 +143,7 @@ class ReplaySource:
                 )
             space = t1.space
         if constraints:
-            space = restrict(space, constraints)
+            space = space.restrict(constraints)
         return cls(recording, space, spec_path, tuple(constraints), speed)
 
     @classmethod
@@ -295,7 +291,7 @@ class OperatorSource(MeasuredSource):
         spec = specs[device]
         space = operator.space(workload, DeviceLimits.from_spec(spec))
         if constraints:
-            space = restrict(space, constraints)
+            space = space.restrict(constraints)
         if len(space) == 0:
             raise SourceError(
                 f"no configuration of {workload.key} fits {spec.get('name')} under the constraints"
@@ -447,20 +443,3 @@ def open_source(backend: str, options: dict[str, Any]) -> Source:
             f"backend {backend!r} is not one this ktune can run ({', '.join(_OPENERS)})"
         )
     return opener(options)
-
-
-def restrict(space: SearchSpace, expressions: Sequence[str]) -> SearchSpace:
-    """The configs of ``space`` that also satisfy ``expressions``."""
-    names = [p.name for p in space.parameters]
-    parsed = [parse_constraint(e, names) for e in expressions]
-    positions = space.positions()
-    columns = {
-        p.name: np.asarray(p.values, dtype=object if p.kind == "str" else None)[positions[:, j]]
-        for j, p in enumerate(space.parameters)
-    }
-    keep = np.ones(len(space), dtype=bool)
-    for c in parsed:
-        keep &= c.evaluate(columns)
-    return SearchSpace.from_configs(
-        space.parameters, space.configs(np.flatnonzero(keep)), name=space.name
-    )

@@ -16,7 +16,7 @@ from ktune.search_space.operators.base import (
     OperatorError,
     Tolerance,
     instantiate,
-    parse_shape,
+    shape_of,
 )
 
 __all__ = [
@@ -29,7 +29,7 @@ __all__ = [
     "Tolerance",
     "get",
     "names",
-    "parse_shape",
+    "shape_of",
 ]
 
 # name -> "module:Class", imported on first use

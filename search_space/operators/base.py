@@ -13,7 +13,6 @@ template bodies define no macros of their own, so many configs can share one tra
 from __future__ import annotations
 
 import math
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ import numpy as np
 
 from ktune.search_space.parameters import Config, Parameter, Value
 from ktune.search_space.space import SearchSpace
-from ktune.search_space.workload import Workload, WorkloadError
+from ktune.search_space.workload import Workload, WorkloadError, parse_shape
 
 __all__ = [
     "Arguments",
@@ -281,7 +280,7 @@ class ShapedOperator:
         self, shape: Sequence[int] | str, dtype: str = "float32", layout: str = ""
     ) -> Workload:
         """A validated workload of this operator (``shape`` as ints or ``4096x4096``)."""
-        dims = parse_shape(shape) if isinstance(shape, str) else tuple(int(d) for d in shape)
+        dims = shape_of(shape)
         layout = layout or self.layouts[0]
         if dtype not in self.dtypes:
             raise OperatorError(
@@ -397,12 +396,12 @@ class Operator(ShapedOperator, ABC):
         return f"<operator {self.name}>"
 
 
-def parse_shape(text: str) -> tuple[int, ...]:
-    """``4096x4096x64`` -> (4096, 4096, 64); an :class:`OperatorError` for anything else."""
-    parts = text.strip().lower().split("x")
-    if not text.strip() or any(not re.fullmatch(r"[0-9]+", p) for p in parts):
-        raise OperatorError(f"shape {text!r} is not like 4096x4096 (positive integers joined by x)")
-    return tuple(int(p) for p in parts)  # zeros are the operator's to judge (conv padding)
+def shape_of(shape: Sequence[int] | str) -> tuple[int, ...]:
+    """:func:`~ktune.search_space.workload.parse_shape`, its errors as :class:`OperatorError`."""
+    try:
+        return parse_shape(shape)
+    except WorkloadError as exc:
+        raise OperatorError(str(exc)) from None
 
 
 def instantiate(target: str) -> Any:

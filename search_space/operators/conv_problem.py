@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ktune.search_space.operators.base import Arguments, OperatorError, ShapedOperator, parse_shape
+from ktune.search_space.operators.base import Arguments, OperatorError, ShapedOperator, shape_of
 from ktune.search_space.workload import Workload
 
 __all__ = ["ConvProblem", "ConvShape"]
@@ -70,7 +70,8 @@ class ConvShape:
 
 
 class ConvProblem(ShapedOperator):
-    """A convolution's workloads and data; ``layouts`` says which of NCHW and NHWC the kernel takes."""
+    """A convolution's workloads and data; ``layouts`` says which of NCHW and NHWC the kernel
+    takes."""
 
     layouts: ClassVar[tuple[str, ...]] = ("NCHW", "NHWC")
     dims: ClassVar[tuple[str, ...]] = ("N", "C", "H", "W", "K", "R", "S", "SH", "SW", "DH", "DW")
@@ -84,7 +85,7 @@ class ConvProblem(ShapedOperator):
     ) -> Workload:
         """Accepts 7 numbers (N..S), 9 (+ stride), 13 (+ padding, dilation) or the canonical 11
         (N..S, stride, dilation; padding from a layout like ``NCHW_pad1x1``)."""
-        dims = parse_shape(shape) if isinstance(shape, str) else tuple(int(d) for d in shape)
+        dims = shape_of(shape)
         base, _, pad = (layout or "NCHW").partition("_pad")
         ph = pw = 0
         if pad:
@@ -106,7 +107,8 @@ class ConvProblem(ShapedOperator):
             full = dims + (1, 1)[: 9 - len(dims)] + (ph, pw, 1, 1)
         else:
             raise OperatorError(
-                f"{self.name}: shape is NxCxHxWxKxRxS, optionally followed by stride SHxSW, then padding "
+                f"{self.name}: shape is NxCxHxWxKxRxS, "
+                "optionally followed by stride SHxSW, then padding "
                 f"PHxPW and dilation DHxDW; got {len(dims)} numbers"
             )
         full = self.full_shape(full)

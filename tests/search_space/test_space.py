@@ -327,6 +327,19 @@ def test_from_configs(space):
         SearchSpace.from_configs(space.parameters, [{**members[0], "time": 1.0}])
 
 
+def test_restrict_keeps_the_members_that_satisfy_more_constraints(space):
+    names = space.names
+    expression = f"{names[0]} * {names[1]} <= 64"
+    narrowed = space.restrict([expression])
+    kept = [c for c in space.configs(range(len(space))) if c[names[0]] * c[names[1]] <= 64]
+    assert 0 < len(narrowed) < len(space)
+    assert narrowed.configs(range(len(narrowed))) == kept
+    assert narrowed.fingerprint() == SearchSpace.from_configs(space.parameters, kept).fingerprint()
+    assert narrowed.restrict([]).fingerprint() == narrowed.fingerprint()
+    with pytest.raises(ConstraintError, match="unknown name"):
+        space.restrict(["no_such_knob > 1"])
+
+
 def test_construction_errors():
     with pytest.raises(SpaceError, match="duplicate parameter name"):
         SearchSpace([P("a", [1]), P("a", [2])])
