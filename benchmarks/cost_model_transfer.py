@@ -52,12 +52,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from ktune.cost_model import FeatureExtractor, TransferModel, XGBCostModel, resolve
+from ktune.cost_model.features import parameter_signature
 from ktune.cost_model.samples import Sample
-from ktune.cost_model.training import parameter_signature, samples_from_log
 from ktune.cost_model.transfer import DEFAULT_LIMIT, MIN_DEVICES_FOR_COLUMNS
 from ktune.db import TuningLog
 from ktune.search_space.formats import FormatError, RecordedSpace, load_cache
 from ktune.tuner.importing import import_recording
+from ktune.tuner.training import samples_from_log, transfer_model
 
 DEFAULT_DIR = ROOT.parent / "shared" / "datasets"
 KS = (1, 5, 10, 50)
@@ -163,7 +164,7 @@ def build(
     objective: str,
     m: int,
 ) -> TransferModel:
-    """One model of the table. Zero-shot ``device`` goes through ``TransferModel.from_log``,
+    """One model of the table. Zero-shot ``device`` goes through ``ktune.tuner.training.transfer_model``,
     the product path; the rows with target measurements fit the same model on the log's
     samples plus the target's (what ``TransferModel.update`` does, without refitting the
     zero-shot model first)."""
@@ -171,9 +172,7 @@ def build(
     spec = resolve(gpu)
     weighting = method != "pooled"
     if method == "device" and m == 0:
-        return TransferModel.from_log(
-            tlog, held.space, workload, gpu, objective=objective, seed=seed
-        )
+        return transfer_model(tlog, held.space, workload, gpu, objective=objective, seed=seed)
     if method == "pooled":
         columns = False
     elif method == "+columns":

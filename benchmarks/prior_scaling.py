@@ -35,12 +35,12 @@ sys.path.insert(0, str(ROOT))
 
 from ktune.cost_model import PriorLimit, resolve
 from ktune.cost_model.samples import Sample
-from ktune.cost_model.training import samples_from_log
 from ktune.db import TrialIn, TuningLog
 from ktune.search_space.formats import RecordedSpace, load_cache
 from ktune.tuner.importing import import_recording
 from ktune.tuner.strategies.auto import AutoSearch
 from ktune.tuner.strategies.base import Observation, SearchContext
+from ktune.tuner.training import samples_from_log
 
 RECORDING = ROOT / "search_space" / "recorded" / "convolution_A4000.json.gz"
 TARGET = "NVIDIA RTX A6000"

@@ -6,7 +6,6 @@
 - :mod:`cost_model.features` - :class:`FeatureExtractor` over (config, workload, device).
 - :mod:`cost_model.model` / :mod:`cost_model.xgb` - the :class:`CostModel` interface and the
   XGBoost ensemble (``xgboost`` is imported only when a model trains, predicts or loads).
-- :mod:`cost_model.training` - training samples from the tuning log.
 - :mod:`cost_model.transfer` - :class:`TransferModel`: rank a device's space from the log,
   zero-shot or with the target's own trials.
 """
@@ -27,7 +26,6 @@ from ktune.cost_model.features import DerivedFeatures, FeatureError, FeatureExtr
 from ktune.cost_model.model import CostModel, ModelError
 from ktune.cost_model.prior import PriorLimit, limit_samples
 from ktune.cost_model.samples import Sample
-from ktune.cost_model.training import matching_workloads, samples_from_log
 from ktune.cost_model.transfer import TransferModel
 from ktune.cost_model.xgb import XGBCostModel
 
@@ -49,9 +47,7 @@ __all__ = [
     "embed",
     "explain",
     "limit_samples",
-    "matching_workloads",
     "normalise_name",
     "resolve",
-    "samples_from_log",
     "spec_from_cuda_properties",
 ]

@@ -38,7 +38,13 @@ from ktune.search_space.parameters import Parameter, Value
 from ktune.search_space.space import SearchSpace
 from ktune.search_space.workload import Workload
 
-__all__ = ["OCCUPANCY_INPUTS", "DerivedFeatures", "FeatureError", "FeatureExtractor"]
+__all__ = [
+    "OCCUPANCY_INPUTS",
+    "DerivedFeatures",
+    "FeatureError",
+    "FeatureExtractor",
+    "parameter_signature",
+]
 
 _DIMS = ("x", "y", "z")
 _SHAPE_DIMS = 3
@@ -402,3 +408,16 @@ def _log2(x: np.ndarray) -> np.ndarray:
     positive = x > 0
     out[positive] = np.log2(x[positive])
     return out
+
+
+def parameter_signature(
+    parameters: Sequence[Parameter] | Sequence[Mapping[str, Any]],
+) -> tuple[Any, ...]:
+    """Names and value lists, in order: the identity of a space's feature columns."""
+    out = []
+    for p in parameters:
+        if isinstance(p, Parameter):
+            out.append((p.name, tuple(p.values)))
+        else:
+            out.append((str(p["name"]), tuple(p["values"])))
+    return tuple(out)

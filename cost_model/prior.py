@@ -16,7 +16,7 @@ grow with the log. :class:`PriorLimit` bounds both: at most ``per_group`` trials
   and the group's name, so a job started twice with the same seed trains on the same trials.
 
 :func:`choose` is the policy over group summaries; :func:`limit_samples` applies it to
-samples in memory, and :func:`cost_model.training.samples_from_log` applies it to the log
+samples in memory, and :func:`ktune.tuner.training.samples_from_log` applies it to the log
 before loading any config.
 """
 

@@ -6,29 +6,27 @@ space through the device-spec features (zero-shot). As target measurements arriv
 weight grows with their number (see :mod:`cost_model.xgb`); the model refits on every update
 while the target is sparse.
 
-This is the API search strategies use::
+This is the API search strategies use (``ktune.tuner.training.transfer_model`` fits one on
+the tuning log's trials)::
 
-    model = TransferModel.from_log(tlog, space, workload, "NVIDIA RTX A4000")
+    model = TransferModel.fit(samples, space, workload, "NVIDIA RTX A4000", spec)
     order = model.rank()                  # dense indices, best predicted first
     model.update(observations)            # objects with .index, .status, .time_ms
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from typing import Protocol
 
 import numpy as np
 
-from ktune.cost_model.devices import DeviceSpec, resolve
+from ktune.cost_model.devices import DeviceSpec
 from ktune.cost_model.features import DerivedFeatures, FeatureExtractor
 from ktune.cost_model.model import CostModel, ModelError
 from ktune.cost_model.prior import PriorLimit
 from ktune.cost_model.samples import Sample
-from ktune.cost_model.training import samples_from_log
 from ktune.cost_model.xgb import XGBCostModel
-from ktune.db import TuningLog
 from ktune.search_space.space import SearchSpace
 from ktune.search_space.workload import Workload
 
@@ -39,7 +37,6 @@ MIN_DEVICES_FOR_COLUMNS = 5
 #: how much of the log a model trains on by default (what a tuning job's strategy takes)
 DEFAULT_LIMIT = PriorLimit()
 
-log = logging.getLogger(__name__)
 
 
 class ObservationLike(Protocol):
@@ -72,76 +69,49 @@ class TransferModel:
         self._features: np.ndarray | None = None  # of the whole space, computed once
 
     @classmethod
-    def from_log(
+    def fit(
         cls,
-        tlog: TuningLog,
+        samples: Sequence[Sample],
         space: SearchSpace,
         workload: Workload,
-        device: str | DeviceSpec,
+        device: str,
+        spec: DeviceSpec | None,
         *,
         device_features: bool | None = None,
         operator: DerivedFeatures | None = None,
-        exclude_target_trials: bool = False,
-        limit: PriorLimit | None = DEFAULT_LIMIT,
-        seed: int = 0,
         **model_options: object,
     ) -> TransferModel:
-        """Fit on the matching trials in the log (the target's own trials included, as the
-        target group, unless ``exclude_target_trials``), at most ``limit`` of them
-        (:mod:`cost_model.prior`: the target's device, its workload and the nearest specs
-        first; ``None``: every one), drawn with ``seed``. ``device`` is a name (resolved via
-        the device's stored spec, then the catalog) or a spec. An unknown device is not an
-        error: it is ranked with the spec-less embedding, with a warning.
+        """Fit on ``samples`` (of spaces with this space's parameters; those of ``device``
+        and ``workload`` form the target group) a model that ranks ``space`` for ``device``,
+        whose spec is ``spec`` (None: the spec-less embedding). A :class:`ModelError` when no
+        sample ran successfully.
 
         ``device_features``: whether the device columns (embedding, occupancy, waves) enter
         the trees; ``None`` (default) turns them on once the training data holds at least
         :data:`MIN_DEVICES_FOR_COLUMNS` devices with known specs. With fewer, a tree cannot
         tell an effect of a spec from the identity of a device: a split on a device column
-        sends an unseen GPU to whichever training GPU shares its side of the threshold, which
-        on the recorded spaces made zero-shot rankings worse than ignoring the device (see
-        docs/benchmarks.md). The spec still acts, through the similarity weighting of the
-        source devices (:mod:`cost_model.similarity`), whenever ``source_weighting`` is on."""
-        spec: DeviceSpec | None
-        if isinstance(device, DeviceSpec):
-            name, spec = device.name, device
-        else:
-            name = device
-            stored = tlog.get_device(name)
-            spec = resolve(name, stored.spec if stored else None)
-            if spec is None:
-                log.warning(
-                    "device %r is not in the catalog: ranking with the spec-less embedding "
-                    "(what the other devices share)",
-                    name,
-                )
-        samples = samples_from_log(
-            tlog,
-            space.parameters,
-            exclude_devices=[name] if exclude_target_trials else (),
-            limit=limit,
-            target=(workload.key, name),
-            target_spec=spec,
-            seed=seed,
-        )
-        samples = [_with_spec(s, name, spec) for s in samples]
+        sends an unseen GPU to whichever training GPU shares its side of the threshold. The
+        spec still acts, through the similarity weighting of the source devices
+        (:mod:`ktune.cost_model.similarity`), whenever ``source_weighting`` is on."""
+        samples = [_with_spec(s, device, spec) for s in samples]
         if not any(s.ok for s in samples):
             raise ModelError(
                 f"the log has no successful trial of a space with parameters {list(space.names)}"
             )
         if device_features is None:
-            known = {s.device for s in samples if s.spec is not None and s.device != name}
+            known = {s.device for s in samples if s.spec is not None and s.device != device}
             device_features = len(known) >= MIN_DEVICES_FOR_COLUMNS
         extractor = FeatureExtractor(
             space.parameters, device_features=device_features, operator=operator
         )
         model = XGBCostModel(
             extractor,
-            target=(workload.key, name),
+            target=(workload.key, device),
             target_spec=spec,
             **model_options,  # type: ignore[arg-type]
         )
         model.fit(samples)
-        return cls(model, space, workload, name, spec)
+        return cls(model, space, workload, device, spec)
 
     @property
     def n_target(self) -> int:

@@ -24,9 +24,9 @@ log = logging.getLogger(__name__)
 def cost_model_choice(tlog: TuningLog, query: LookupQuery) -> Answer | None:
     from ktune.cost_model.devices import resolve
     from ktune.cost_model.model import ModelError
-    from ktune.cost_model.transfer import TransferModel
     from ktune.search_space import operators
     from ktune.search_space.operators.base import DeviceLimits
+    from ktune.tuner.training import transfer_model
 
     if query.operator not in operators.names():
         return None
@@ -40,7 +40,7 @@ def cost_model_choice(tlog: TuningLog, query: LookupQuery) -> Answer | None:
         space = op.space(workload, DeviceLimits.from_spec(spec))
         if len(space) == 0:
             return None
-        model = TransferModel.from_log(tlog, space, workload, spec)
+        model = transfer_model(tlog, space, workload, spec)
     except (ModelError, ValueError) as exc:  # operator/space errors are ValueErrors too
         log.debug("no cost-model answer for %s on %s: %s", query.workload_key, query.device, exc)
         return None

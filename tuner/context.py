@@ -30,7 +30,7 @@ def search_context(
     so a resumed job sees the same prior as when it started (its own trials are replayed).
     ``limit`` bounds the trials loaded (``cost_model.prior``), drawn with the job's seed."""
     from ktune.cost_model.devices import resolve
-    from ktune.cost_model.training import samples_from_log
+    from ktune.tuner.training import samples_from_log
 
     stored = tlog.get_device(job.device_name)
     spec = resolve(job.device_name, stored.spec if stored else None)

@@ -13,12 +13,11 @@ import pytest
 from ktune.cost_model.devices import default_catalog
 from ktune.cost_model.samples import group_ids
 from ktune.cost_model.similarity import source_similarity
-from ktune.cost_model.training import samples_from_log
-from ktune.cost_model.transfer import TransferModel
 from ktune.db import TuningLog
 from ktune.search_space.formats import RecordedSpace, load_cache, write_cache
 from ktune.tuner.importing import import_recording
 from ktune.tuner.strategies import Observation
+from ktune.tuner.training import samples_from_log, transfer_model
 
 A6000 = "NVIDIA RTX A6000"
 RTX3090 = "NVIDIA GeForce RTX 3090"  # nearest to the A6000 by spec, never measured here
@@ -79,7 +78,7 @@ def test_training_data_holds_every_device_of_matching_spaces_only(
 def test_zero_shot_then_target_trials(log_with_two_gpus, convolution: RecordedSpace) -> None:
     tlog, synthetic = log_with_two_gpus
     truth = _truth(synthetic)  # the unseen GPU behaves like its nearest neighbour by spec
-    model = TransferModel.from_log(
+    model = transfer_model(
         tlog, convolution.space, convolution.workload(), RTX3090, n_members=1, n_rounds=30
     )
     assert model.n_target == 0 and model.spec is not None and model.spec.name == RTX3090
@@ -109,8 +108,8 @@ def test_unknown_device_ranks_with_a_warning(
     log_with_two_gpus, convolution: RecordedSpace, caplog: pytest.LogCaptureFixture
 ) -> None:
     tlog, _ = log_with_two_gpus
-    with caplog.at_level(logging.WARNING, logger="cost_model"):
-        model = TransferModel.from_log(
+    with caplog.at_level(logging.WARNING, logger="ktune"):
+        model = transfer_model(
             tlog, convolution.space, convolution.workload(), "Mystery GPU", n_members=1, n_rounds=10
         )
     assert "Mystery GPU" in caplog.text and "spec-less" in caplog.text
@@ -125,7 +124,7 @@ def test_a_log_without_matching_trials_is_a_clear_error(
     from ktune.cost_model.model import ModelError
 
     with TuningLog.open(db_url) as tlog, pytest.raises(ModelError, match="no successful trial"):
-        TransferModel.from_log(tlog, convolution.space, convolution.workload(), A6000)
+        transfer_model(tlog, convolution.space, convolution.workload(), A6000)
 
 
 def test_catalog_knows_the_transfer_devices() -> None:

@@ -1,43 +1,33 @@
-"""Training data from the tuning log: every device and workload whose space matches.
+"""A cost model's training data from the tuning log, and a transfer model fitted on it.
 
+The cost model takes samples and gives scores; reading the log is the tuner's job, here.
 Two workloads share a model when their spaces have the same parameters: the same names with
-the same value lists (:func:`parameter_signature`). Constraints and explicit membership may
-differ (a recording omits the configs Kernel Tuner skipped on that GPU); features depend only
-on parameter values, so they still mean the same thing.
+the same value lists (:func:`~ktune.cost_model.features.parameter_signature`). Constraints
+and explicit membership may differ (a recording omits the configs Kernel Tuner skipped on that
+GPU); features depend only on parameter values, so they still mean the same thing.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ktune.cost_model.devices import DeviceSpec, resolve
-from ktune.cost_model.features import FeatureExtractor
+from ktune.cost_model.features import FeatureExtractor, parameter_signature
 from ktune.cost_model.prior import PriorLimit, choose, summarise
 from ktune.cost_model.samples import Sample, is_ok, is_usable
+from ktune.cost_model.transfer import DEFAULT_LIMIT, TransferModel
 from ktune.db import TrialOutcome, TuningLog, WorkloadRecord
 from ktune.search_space.parameters import Parameter
+from ktune.search_space.space import SearchSpace
 from ktune.search_space.workload import Workload, WorkloadError
 
-__all__ = ["device_specs", "matching_workloads", "parameter_signature", "samples_from_log"]
+__all__ = ["device_specs", "matching_workloads", "samples_from_log", "transfer_model"]
 
 log = logging.getLogger(__name__)
-
-
-def parameter_signature(
-    parameters: Sequence[Parameter] | Sequence[Mapping[str, Any]],
-) -> tuple[Any, ...]:
-    """Names and value lists, in order: the identity of a space's feature columns."""
-    out = []
-    for p in parameters:
-        if isinstance(p, Parameter):
-            out.append((p.name, tuple(p.values)))
-        else:
-            out.append((str(p["name"]), tuple(p["values"])))
-    return tuple(out)
 
 
 def matching_workloads(tlog: TuningLog, parameters: Sequence[Parameter]) -> list[WorkloadRecord]:
@@ -100,7 +90,7 @@ def samples_from_log(
     device but ``exclude_devices``, from any job but ``exclude_jobs``, oldest first. Trials
     whose config has a value outside the parameters are skipped.
 
-    With ``limit``, only the trials :func:`cost_model.prior.choose` keeps (relative to
+    With ``limit``, only the trials :func:`ktune.cost_model.prior.choose` keeps (relative to
     ``target``, the (workload key, device name) being tuned, and its spec; drawn with
     ``seed``): they are chosen from a narrow scan of ids, devices, statuses and times, and
     only their configs are loaded, so the cost grows with the limit, not with the log."""
@@ -150,3 +140,44 @@ def samples_from_log(
     for key, n in skipped.items():
         log.warning("workload %s: %d trial(s) with configs outside the parameters skipped", key, n)
     return [s for _, s in sorted(chosen, key=lambda pair: pair[0])]
+
+
+def transfer_model(
+    tlog: TuningLog,
+    space: SearchSpace,
+    workload: Workload,
+    device: str | DeviceSpec,
+    *,
+    exclude_target_trials: bool = False,
+    limit: PriorLimit | None = DEFAULT_LIMIT,
+    seed: int = 0,
+    **options: Any,
+) -> TransferModel:
+    """A :class:`~ktune.cost_model.transfer.TransferModel` for ``workload`` on ``device``,
+    fitted on the log's matching trials (the target's own included, as the target group,
+    unless ``exclude_target_trials``), at most ``limit`` of them (``None``: every one), drawn
+    with ``seed``. ``device`` is a name (its spec from the device's stored spec, else the
+    catalog; an unknown device ranks with the spec-less embedding, with a warning) or a spec.
+    ``options`` go to :meth:`TransferModel.fit`."""
+    if isinstance(device, DeviceSpec):
+        name, spec = device.name, device
+    else:
+        name = device
+        stored = tlog.get_device(name)
+        spec = resolve(name, stored.spec if stored else None)
+        if spec is None:
+            log.warning(
+                "device %r is not in the catalog: ranking with the spec-less embedding "
+                "(what the other devices share)",
+                name,
+            )
+    samples = samples_from_log(
+        tlog,
+        space.parameters,
+        exclude_devices=[name] if exclude_target_trials else (),
+        limit=limit,
+        target=(workload.key, name),
+        target_spec=spec,
+        seed=seed,
+    )
+    return TransferModel.fit(samples, space, workload, name, spec, **options)
