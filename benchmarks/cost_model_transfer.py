@@ -164,7 +164,8 @@ def build(
     objective: str,
     m: int,
 ) -> TransferModel:
-    """One model of the table. Zero-shot ``device`` goes through ``ktune.tuner.training.transfer_model``,
+    """One model of the table. Zero-shot ``device`` goes through
+    ``ktune.tuner.training.transfer_model``,
     the product path; the rows with target measurements fit the same model on the log's
     samples plus the target's (what ``TransferModel.update`` does, without refitting the
     zero-shot model first)."""
@@ -331,18 +332,20 @@ def check_targets(rows: list[Row]) -> None:
     within5 = sum(np.mean(r.scores[10]) >= 1 / 1.05 for r in dev0.values())
     print("\nTargets:")
     print(
-        f"- zero-shot, device model top-10 within 5% of the optimum: {within5} of {len(dev0)} held-out GPUs"
+        f"- zero-shot, device model top-10 within 5% of the optimum: {within5} of {len(dev0)} "
+        "held-out GPUs"
     )
     worse = [k for k in dev0 if np.mean(dev0[k].scores[10]) < np.mean(pool0[k].scores[10]) - 0.01]
     print(
-        f"- zero-shot, device model s@10 below pooled by more than 0.01: {len(worse)} of {len(dev0)}"
-        + (f" ({', '.join(worse)})" if worse else "")
+        f"- zero-shot, device model s@10 below pooled by more than 0.01: "
+        f"{len(worse)} of {len(dev0)}" + (f" ({', '.join(worse)})" if worse else "")
     )
     m30 = [r for r in rows if r.m == 30 and r.method == "device"]
     mean_ok = sum(np.mean(r.scores[10]) >= 1 / 1.02 for r in m30)
     worst_ok = sum(min(r.scores[10]) >= 1 / 1.02 for r in m30)
     print(
-        f"- 30 target measurements, device model top-10 within 2%: {mean_ok} of {len(m30)} held-out GPUs "
+        f"- 30 target measurements, device model top-10 within 2%: {mean_ok} of {len(m30)} "
+        "held-out GPUs "
         f"on the mean over seeds, {worst_ok} of {len(m30)} on the worst seed"
     )
 
@@ -378,7 +381,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for label, group in spaces.items():
             run_kernel(group, label, args.seeds, args.objective, methods, rows, notes)
         print(
-            f"## Leave-one-GPU-out ({len(recs)} recordings, {len(spaces)} kernels, objective {args.objective})\n"
+            f"## Leave-one-GPU-out ({len(recs)} recordings, {len(spaces)} kernels, "
+            f"objective {args.objective})\n"
         )
         print_tables(rows, args.seeds, methods)
         for n in notes:
@@ -386,14 +390,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_targets(rows)
     print("\n## Fit + predict time (10^4 scale)\n")
     print(
-        "| model | seconds (best of 3) | ratio to the 2 s target | training records | configs predicted |"
+        "| model | seconds (best of 3) | ratio to the 2 s target | training records "
+        "| configs predicted |"
     )
     print("|---|---|---|---|---|")
     for label, secs, ratio, n_train, n_pred in timing(spaces, args.objective):
         print(f"| {label} | {secs:.2f} | {ratio:.2f} | {n_train} | {n_pred} |")
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(
-        f"\nTotal run time {time.perf_counter() - t0:.0f} s; load average now {load} on {os.cpu_count()} CPUs"
+        f"\nTotal run time {time.perf_counter() - t0:.0f} s; "
+        f"load average now {load} on {os.cpu_count()} CPUs"
     )
     return 0
 

@@ -153,7 +153,8 @@ def main() -> int:
     except OSError as exc:
         parser.error(f"--db-dir {out_dir}: cannot write there ({exc.strerror})")
     print(
-        "| trials in log | GPUs | method | load s | build s | plan s (refit) | samples trained on | load peak MB |"
+        "| trials in log | GPUs | method | load s | build s | plan s (refit) "
+        "| samples trained on | load peak MB |"
     )
     print("|---|---|---|---|---|---|---|---|")
     ratios: list[tuple[int, dict[str, float]]] = []
@@ -166,7 +167,9 @@ def main() -> int:
         base = run(url, rec, EveryTrial, None)
         new = run(url, rec, AutoSearch, AutoSearch.prior_limit)
         for name, r in (("every trial", base), ("bounded", new)):
-            print(f"| {trials:,} | {n + 1} | {name} | {r['load']:.2f} | {r['build']:.2f} | {r['plan']:.3f} | "
+            print(
+                f"| {trials:,} | {n + 1} | {name} | {r['load']:.2f} | {r['build']:.2f} "
+                f"| {r['plan']:.3f} | "
                   f"{int(r['samples']):,} | {r['peak_mb']:.0f} |")  # fmt: skip
         ratios.append((trials, {k: new[k] / base[k] for k in ("load", "build", "plan", "peak_mb")}))
     print()
@@ -174,7 +177,8 @@ def main() -> int:
     print("|---|---|---|---|---|")
     for trials, r in ratios:
         print(
-            f"| {trials:,} | {r['load']:.2f} | {r['build']:.2f} | {r['plan']:.2f} | {r['peak_mb']:.2f} |"
+            f"| {trials:,} | {r['load']:.2f} | {r['build']:.2f} | {r['plan']:.2f} "
+            f"| {r['peak_mb']:.2f} |"
         )
     return 0
 

@@ -292,7 +292,10 @@ def spec_from_cuda_properties(props: Mapping[str, Any]) -> DeviceSpec:
         warp_size=int(props["warpSize"]),
         peak_fp32_tflops=sms * lanes * 2 * clock_mhz / 1e6,
         peak_fp16_tflops=sms * fp16_per_clock * clock_mhz / 1e6,
-        source="CUDA device properties (peak rates estimated from SM count, clock and compute capability)",
+        source=(
+            "CUDA device properties "
+            "(peak rates estimated from SM count, clock and compute capability)"
+        ),
     )
 
 

@@ -123,7 +123,8 @@ class FeatureExtractor:
         """Rows for the configs at dense ``indices`` of ``space`` (all when ``None``)."""
         if tuple(space.names) != self.param_names:
             raise FeatureError(
-                f"space parameters {list(space.names)} differ from the extractor's {list(self.param_names)}"
+                f"space parameters {list(space.names)} differ from the extractor's "
+                f"{list(self.param_names)}"
             )
         raw = space.encode(indices)
         configs = (
@@ -369,7 +370,8 @@ class FeatureExtractor:
         if self.operator is None:
             if self.operator_features:
                 raise FeatureError(
-                    f"this extractor expects operator features {list(self.operator_features)} but has no operator"
+                    f"this extractor expects operator features {list(self.operator_features)} "
+                    "but has no operator"
                 )
             return np.empty((n, 0))
         assert configs is not None
@@ -382,7 +384,8 @@ class FeatureExtractor:
         for i, row in enumerate(rows):
             if set(row) != set(self.operator_features):
                 raise FeatureError(
-                    f"operator features of config {i} are {sorted(row)}, expected {list(self.operator_features)}"
+                    f"operator features of config {i} are {sorted(row)}, "
+                    f"expected {list(self.operator_features)}"
                 )
             try:
                 out[i] = [float(row[k]) for k in self.operator_features]

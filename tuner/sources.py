@@ -263,7 +263,8 @@ class OperatorSource(MeasuredSource):
             raise SourceError(f"timeout must be > 0 seconds, got {timeout_s}")
         if ray is not None and device != 0:
             raise SourceError(
-                "a device index is for local GPUs; on Ray the cluster picks the GPU (see --gpu-type)"
+                "a device index is for local GPUs; "
+                "on Ray the cluster picks the GPU (see --gpu-type)"
             )
         t1_path = None
         if op == "custom":

@@ -74,7 +74,8 @@ class DeviceLimits:
 
     @classmethod
     def for_arch(cls, arch: str) -> DeviceLimits:
-        """Limits of the reference GPU of a compute capability (``sm_80``: A100, ``sm_90``: H100)."""
+        """Limits of the reference GPU of a compute capability (``sm_80``: A100, ``sm_90``:
+        H100)."""
         try:
             return _ARCH_LIMITS[arch]
         except KeyError:
@@ -284,11 +285,13 @@ class ShapedOperator:
         layout = layout or self.layouts[0]
         if dtype not in self.dtypes:
             raise OperatorError(
-                f"{self.name}: dtype {dtype!r} not supported (choose from: {', '.join(self.dtypes)})"
+                f"{self.name}: dtype {dtype!r} not supported "
+                f"(choose from: {', '.join(self.dtypes)})"
             )
         if layout not in self.layouts:
             raise OperatorError(
-                f"{self.name}: layout {layout!r} not supported (choose from: {', '.join(self.layouts)})"
+                f"{self.name}: layout {layout!r} not supported "
+                f"(choose from: {', '.join(self.layouts)})"
             )
         dims = self.canonical_shape(dims)
         try:
@@ -300,7 +303,8 @@ class ShapedOperator:
         """Check the shape's rank and values; subclasses may fill in defaults."""
         if len(shape) != len(self.dims):
             raise OperatorError(
-                f"{self.name}: shape needs {len(self.dims)} dimensions ({'x'.join(self.dims)}), got {len(shape)}"
+                f"{self.name}: shape needs {len(self.dims)} dimensions ({'x'.join(self.dims)}), "
+                f"got {len(shape)}"
             )
         if any(d <= 0 for d in shape):
             raise OperatorError(f"{self.name}: shape {shape} must be positive")
@@ -317,7 +321,8 @@ class ShapedOperator:
         return int(np.dtype(self.np_dtype(workload)).itemsize)
 
     def tolerance(self, workload: Workload) -> Tolerance:
-        """float32: rtol 1e-4; float64: 1e-10; float16: 2e-3 (atol likewise, relative to max|ref|)."""
+        """float32: rtol 1e-4; float64: 1e-10; float16: 2e-3 (atol likewise, relative to
+        max|ref|)."""
         if workload.dtype == "float64":
             return Tolerance(1e-10, 1e-12)
         return Tolerance(1e-4, 1e-5) if workload.dtype == "float32" else Tolerance(2e-3, 2e-3)

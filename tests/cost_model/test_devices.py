@@ -176,8 +176,9 @@ def test_spec_from_cuda_properties_agrees_with_the_catalog() -> None:
     assert ref is not None
     assert spec.name == "NVIDIA A100-PCIE-40GB" and spec.compute_capability == "8.0"
     for field in ("sm_count", "fp32_lanes_per_sm", "boost_clock_mhz", "l2_cache_kib",
-                  "shared_memory_per_sm_kib", "shared_memory_per_block_optin_kib", "registers_per_sm",
-                  "max_threads_per_sm", "max_blocks_per_sm", "warp_size"):  # fmt: skip
+                  "shared_memory_per_sm_kib", "shared_memory_per_block_optin_kib",
+                  "registers_per_sm", "max_threads_per_sm", "max_blocks_per_sm",
+                  "warp_size"):  # fmt: skip
         assert getattr(spec, field) == getattr(ref, field), field
     assert spec.memory_bandwidth_gbs == pytest.approx(ref.memory_bandwidth_gbs, rel=0.01)
     assert spec.peak_fp32_tflops == pytest.approx(ref.peak_fp32_tflops, rel=0.02)

@@ -94,8 +94,12 @@ def test_zero_shot_then_target_trials(log_with_two_gpus, convolution: RecordedSp
     # target trials arrive: they join the training data and the model refits
     rng = np.random.default_rng(0)
     picked = convolution.space.sample(30, rng)
-    obs = [Observation(int(i), "ok" if np.isfinite(truth[i]) else "runtime_error",
-                       float(truth[i]) if np.isfinite(truth[i]) else None) for i in picked]  # fmt: skip
+    obs = [
+        Observation(int(i), "ok", float(truth[i]))
+        if np.isfinite(truth[i])
+        else Observation(int(i), "runtime_error", None)
+        for i in picked
+    ]
     assert model.update(obs[:10]) is True and model.n_target == 10
     assert model.update(obs[10:]) is True and model.n_target == 30
     order = model.rank()
