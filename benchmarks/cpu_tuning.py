@@ -1,4 +1,5 @@
-"""Tuning for real on this machine's CPU: ktune's strategies on a CPU kernel, measured, not replayed.
+"""Tuning for real on this machine's CPU: ktune's strategies on a CPU kernel, measured, not
+replayed.
 
 For each shape, each strategy runs ``--seeds`` jobs through the job path (a fresh SQLite log
 each, so no transfer; the ``cpu`` backend compiling and timing every config here). A config's
@@ -12,8 +13,9 @@ below that mean nothing.
 With ``--transfer-from SHAPE``, ``auto`` also runs on a log that already holds an ``auto`` job on
 that shape (the other shapes of a model, tuned earlier): transfer across shapes.
 
-    python benchmarks/cpu_tuning.py [--op cpu_matmul] [--shapes 256x256x256,512x512x512] [--layout L]
-        [--budget 60] [--seeds 3] [--transfer-from 256x256x256 --transfer-budget 100]
+    python benchmarks/cpu_tuning.py [--op cpu_matmul] [--shapes 256x256x256,512x512x512]
+        [--layout L] [--budget 60] [--seeds 3]
+        [--transfer-from 256x256x256 --transfer-budget 100]
 """
 
 from __future__ import annotations
@@ -173,21 +175,25 @@ def main(argv: list[str] | None = None) -> int:
                 tuner = statistics.median(c[0] for c in costs[strategy])
                 wall = statistics.median(c[1] for c in costs[strategy])
                 print(
-                    f"| {strategy} | {cells} | {f'{tuned / blas:.2f}' if blas else '-'} | {tuner:.1f} | {wall:.2f} |"
+                    f"| {strategy} | {cells} | {f'{tuned / blas:.2f}' if blas else '-'} | "
+                    f"{tuner:.1f} | {wall:.2f} |"
                 )
             if "random" in curves:
                 print(
-                    "\nratio to random search at the same k (median over seeds; below 1 is better):\n"
+                    "\nratio to random search at the same k "
+                    "(median over seeds; below 1 is better):\n"
                 )
                 print(f"| strategy | {heads} |")
                 print("|---|" + "---|" * len(marks))
                 base = curves["random"]
                 for strategy, runs in curves.items():
                     if strategy != "random":
-                        cells = " | ".join(
-                            f"{statistics.median(r[k - 1] for r in runs) / statistics.median(r[k - 1] for r in base):.3f}"
+                        ratios = (
+                            statistics.median(r[k - 1] for r in runs)
+                            / statistics.median(r[k - 1] for r in base)
                             for k in marks
                         )
+                        cells = " | ".join(f"{ratio:.3f}" for ratio in ratios)
                         print(f"| {strategy} | {cells} |")
     return 0
 

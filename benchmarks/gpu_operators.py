@@ -147,15 +147,19 @@ def main(argv: list[str] | None = None) -> int:
     limits = DeviceLimits.from_spec(spec)
     print(
         f"device: {spec['name']} (cc {spec['compute_capability']}, {spec['sm_count']} SMs), "
-        f"CUDA runtime {spec.get('cuda_runtime')}, driver {spec.get('cuda_driver')}, CuPy {cp.__version__}, "
+        f"CUDA runtime {spec.get('cuda_runtime')}, driver {spec.get('cuda_driver')}, "
+        f"CuPy {cp.__version__}, "
         f"Python {platform.python_version()}, {datetime.date.today()}"
     )
     print(
-        f"measured copy bandwidth {bandwidth:.0f} GB/s; nominal peaks FP32 {spec['peak_fp32_tflops']:.1f}, "
-        f"FP16 tensor {spec['peak_fp16_tflops']:.1f} TFLOP/s; budget {args.budget}, strategy {args.strategy}\n"
+        f"measured copy bandwidth {bandwidth:.0f} GB/s; "
+        f"nominal peaks FP32 {spec['peak_fp32_tflops']:.1f}, "
+        f"FP16 tensor {spec['peak_fp16_tflops']:.1f} TFLOP/s; "
+        f"budget {args.budget}, strategy {args.strategy}\n"
     )
     print(
-        "| operator | shape | configs | ours ms | vendor | vendor ms | vendor/ours | roofline ms | of roofline | tuning s |"
+        "| operator | shape | configs | ours ms | vendor | vendor ms | vendor/ours | "
+        "roofline ms | of roofline | tuning s |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
     rows = []
@@ -215,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
             ratio = f"{vms / best:.2f}" if (vms and best) else "-"
             frac = f"{roof / best:.2f}" if best else "-"
             print(
-                f"| {label} | {shape} | {len(space)} | {fmt(best)} | {vlabel} | {fmt(vms)} | {ratio} | "
+                f"| {label} | {shape} | {len(space)} | {fmt(best)} | "
+                f"{vlabel} | {fmt(vms)} | {ratio} | "
                 f"{roof:.4g} | {frac} | {tuning_s:.0f} |",
                 flush=True,
             )

@@ -99,7 +99,8 @@ def build(url: str, n_trials: int, n_workloads: int) -> None:
                     pending, n_rows = [], 0
         _flush(tlog, pending)
     print(
-        f"built {per_pair * n_workloads * len(DEVICES):,} trials in {time.perf_counter() - started:.0f} s",
+        f"built {per_pair * n_workloads * len(DEVICES):,} trials "
+        f"in {time.perf_counter() - started:.0f} s",
         file=sys.stderr,
     )
 
@@ -342,7 +343,8 @@ def main() -> int:
         f"{args.queries} queries each; load average {load:.1f} on {os.cpu_count()} cores\n"
     )
     print(
-        "| lookup | p50 ms | p99 ms | mean ms | p50 / baseline | p99 / baseline | CPU p50 ms | CPU p99 ms |"
+        "| lookup | p50 ms | p99 ms | mean ms | p50 / baseline | p99 / baseline | "
+        "CPU p50 ms | CPU p99 ms |"
     )
     print("|---|---|---|---|---|---|---|---|")
     baseline: tuple[float, float] = (1.0, 1.0)

@@ -165,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 print(f"# {rows[-1]}", file=sys.stderr)
     print(
-        "| recording | prior | configs | plan length | measured ms/plan (median) | estimate ms/plan | "
+        "| recording | prior | configs | plan length | "
+        "measured ms/plan (median) | estimate ms/plan | "
         "measured / estimate | tuner ms/measurement | share of measurement time |"
     )
     print("|---|---|---|---|---|---|---|---|---|")

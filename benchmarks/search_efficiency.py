@@ -92,7 +92,8 @@ def random_expectation(rec: RecordedSpace, budget: int) -> Runs:
     opt = times[0]
     medians = []
     for k in range(1, budget + 1):
-        # P(best > times[j]) = C(n - (j+1), k) / C(n, k); find the first j with P(best <= t_j) >= 0.5
+        # P(best > times[j]) = C(n - (j+1), k) / C(n, k); find the first j with
+        # P(best <= t_j) >= 0.5
         for j in range(len(times)):
             if 1.0 - _ratio(n - (j + 1), n, k) >= 0.5:
                 medians.append(times[j] / opt)
@@ -202,7 +203,8 @@ def main(argv: list[str] | None = None) -> int:
                         runs.tuner_ms_per_measurement.append(ms)
                     results[mode][f"ktune:{name}"][f] = runs
                     print(
-                        f"# {mode:8s} {label:24s} ktune:{name:12s} median@50 {runs.median_at(50):.3f} "
+                        f"# {mode:8s} {label:24s} ktune:{name:12s} "
+                        f"median@50 {runs.median_at(50):.3f} "
                         f"@100 {runs.median_at(100):.3f}",
                         file=sys.stderr,
                     )
@@ -230,13 +232,15 @@ def print_table(
     spaces = sorted({f for per in table.values() for f in per}, key=str)
     cost_ms = {f: recs[f].median_measurement_ms for f in spaces}
     print(
-        f"\n### mode: {mode} ({len(spaces)} spaces, {seeds} seeds, budget {budget}; replayed recordings)\n"
+        f"\n### mode: {mode} ({len(spaces)} spaces, {seeds} seeds, "
+        f"budget {budget}; replayed recordings)\n"
     )
     cps = [k for k in CHECKPOINTS if k <= budget]
     print(
         "| strategy | "
         + " | ".join(f"@{k}" for k in cps)
-        + " | within 5% by 10 | within 5% by 100 | tuner ms/meas. | tuner / measurement time (worst space) |"
+        + " | within 5% by 10 | within 5% by 100 | tuner ms/meas. | "
+        "tuner / measurement time (worst space) |"
     )
     print("|---|" + "---|" * (len(cps) + 4))
     for name, per in sorted(
@@ -271,7 +275,8 @@ def print_table(
         print(
             f"| {name} | "
             + " | ".join(
-                f"{per[f].median_at(10):.3f} / {per[f].median_at(50):.3f} / {per[f].median_at(100):.3f}"
+                f"{per[f].median_at(10):.3f} / {per[f].median_at(50):.3f} / "
+                f"{per[f].median_at(100):.3f}"
                 if f in per
                 else "-"
                 for f in spaces

@@ -6,12 +6,15 @@
 | ``KTUNE_API_TOKENS`` | bearer tokens allowed to write, comma-separated (besides stored ones) |
 | ``KTUNE_READS_NEED_TOKEN`` | reads need a token too (default: reads are open) |
 | ``KTUNE_RUNNER_CONCURRENCY`` | jobs the server runs at once (0: leave jobs to ``ktune worker``) |
-| ``KTUNE_RUNNER_BACKENDS`` | run only jobs of these backends, comma-separated (e.g. ``replay``); default: any |
-| ``KTUNE_LEASE_SECONDS`` | how long a runner holds a job without renewing (a dead runner's job waits this long) |
+| ``KTUNE_RUNNER_BACKENDS`` | run only jobs of these backends, comma-separated (e.g. ``replay``); \
+default: any |
+| ``KTUNE_LEASE_SECONDS`` | how long a runner holds a job without renewing \
+(a dead runner's job waits this long) |
 | ``KTUNE_POLL_SECONDS`` | how often an idle runner looks for queued jobs |
 | ``KTUNE_RECORDINGS_DIR`` | a directory of recorded spaces jobs may use, besides the bundled ones |
 | ``KTUNE_MAX_BODY_BYTES`` | largest request body accepted |
-| ``KTUNE_MAX_UPLOAD_BYTES`` | largest recording accepted by ``POST /v1/recordings`` (as sent: gzip counts compressed) |
+| ``KTUNE_MAX_UPLOAD_BYTES`` | largest recording accepted by ``POST /v1/recordings`` \
+(as sent: gzip counts compressed) |
 """
 
 from __future__ import annotations
@@ -85,7 +88,8 @@ class Settings(BaseSettings):
         unknown = [b for b in backends if b not in BACKENDS]
         if unknown:
             raise ValueError(
-                f"unknown backend(s) {', '.join(map(repr, unknown))} (choose from: {', '.join(BACKENDS)})"
+                f"unknown backend(s) {', '.join(map(repr, unknown))} "
+                f"(choose from: {', '.join(BACKENDS)})"
             )
         for name in backends:
             if (reason := backend_unavailable(name)) is not None:
@@ -107,7 +111,8 @@ class Settings(BaseSettings):
 
     @classmethod
     def load(cls, **overrides: object) -> Settings:
-        """Settings from the environment with ``overrides`` on top; :class:`SettingsError` if invalid.
+        """Settings from the environment with ``overrides`` on top; :class:`SettingsError` if
+        invalid.
 
         Pydantic's own message repeats the rejected input, which may be a token, so the
         message is rebuilt from the error locations and reasons only.

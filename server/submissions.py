@@ -87,7 +87,8 @@ def _replayed(body: JobCreate, catalog: RecordingCatalog) -> ReplaySource:
     if body.device is not None and body.device != recorded_on:
         raise FieldError(
             ("device",),
-            f"unknown device {body.device!r} for space {body.space!r}: it was recorded on {recorded_on!r}",
+            f"unknown device {body.device!r} for space {body.space!r}: "
+            f"it was recorded on {recorded_on!r}",
         )
     return source
 

@@ -27,7 +27,8 @@ def strategies() -> None:
 
 
 def operators() -> None:
-    """Operators ktune tunes for real: on a GPU (ktune tune --op NAME, or a Ray cluster) or on this CPU."""
+    """Operators ktune tunes for real: on a GPU (ktune tune --op NAME, or a Ray cluster) \
+or on this CPU."""
     table = Table("operator", "runs on", "shape (--shape)", "dtypes", "layouts", "what it computes")
     for info in all_operators():
         cells = (

@@ -64,7 +64,10 @@ DbOption = Annotated[
     str | None,
     typer.Option(
         "--db",
-        help="Tuning-log URL (default: $KTUNE_DATABASE_URL, else a SQLite file in the user data dir); not in memory.",
+        help=(
+            "Tuning-log URL (default: $KTUNE_DATABASE_URL, "
+            "else a SQLite file in the user data dir); not in memory."
+        ),
         callback=_persistent_log,
     ),
 ]

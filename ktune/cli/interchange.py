@@ -69,7 +69,10 @@ def _recording(path: Path, spec: Path | None, device: str | None) -> RecordedSpa
     if device is not None and not device.strip():
         raise CliError("--device must not be empty")
     if spec is not None:
-        not_t4 = f"--spec is for T4 results files; {path.name} is not one (a Kernel Tuner cache names its own space)"
+        not_t4 = (
+            f"--spec is for T4 results files; {path.name} is not one "
+            "(a Kernel Tuner cache names its own space)"
+        )
         if device is None:
             raise CliError(
                 not_t4
@@ -85,7 +88,8 @@ def _recording(path: Path, spec: Path | None, device: str | None) -> RecordedSpa
     except FormatError:
         if is_t4_file(path):
             raise CliError(
-                f"{path}: T4 results name neither their space nor their GPU: give --spec T1.json and --device NAME"
+                f"{path}: T4 results name neither their space nor their GPU: "
+                "give --spec T1.json and --device NAME"
             ) from None
         raise
     return rec if device is None else renamed(rec, device)
@@ -143,6 +147,7 @@ def export(
     if plan.left_out:
         names = ", ".join(p.name for p in parameters)
         out.print(
-            f"note: {plan.left_out} trials of an earlier version of this space (other parameters than "
+            f"note: {plan.left_out} trials of an earlier version of this space "
+            "(other parameters than "
             f"{names}) are not in the file: a cache file holds one parameter set"
         )

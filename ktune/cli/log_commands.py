@@ -144,7 +144,10 @@ def best(
         str,
         typer.Option(
             "--prefix",
-            help="Prefix of the variables of --format env (one per kernel, so that two kernels' answers do not mix).",
+            help=(
+                "Prefix of the variables of --format env "
+                "(one per kernel, so that two kernels' answers do not mix)."
+            ),
         ),
     ] = ENV_PREFIX,
     output: Annotated[
@@ -152,14 +155,22 @@ def best(
         typer.Option(
             "--output",
             "-o",
-            help="Write to this file instead of stdout (atomically: on any error it is left as it was; untouched when the answer is unchanged; missing folders are made).",
+            help=(
+                "Write to this file instead of stdout "
+                "(atomically: on any error it is left as it was; "
+                "untouched when the answer is unchanged; missing folders are made)."
+            ),
         ),
     ] = None,
     db: DbOption = None,
 ) -> None:
     """Best configurations in the log, or the lookup a build system makes.
 
-    With --device and --operator and --shape (or --workload) it answers like GET /v1/best: the exact config, else the nearest tuned shape, a similar device or the cost model, and says which. --format header writes a C/C++ header with a dispatch function over every tuned shape of the operator on the device (--shape is then optional). Exit codes: 0 answered, 1 nothing tuned answers it, 2 bad input, 4 the tuning log cannot be read.
+    With --device and --operator and --shape (or --workload) it answers like GET /v1/best: \
+the exact config, else the nearest tuned shape, a similar device or the cost model, and says \
+which. --format header writes a C/C++ header with a dispatch function over every tuned shape of \
+the operator on the device (--shape is then optional). Exit codes: 0 answered, 1 nothing tuned \
+answers it, 2 bad input, 4 the tuning log cannot be read.
     """
     lookup_mode = (
         operator is not None
@@ -176,7 +187,8 @@ def best(
     if not lookup_mode:
         if exact or dtype or layout:
             raise CliError(
-                "--exact, --dtype and --layout apply to a lookup: give --device with --workload, or --operator and --shape"
+                "--exact, --dtype and --layout apply to a lookup: "
+                "give --device with --workload, or --operator and --shape"
             )
         _emit(_list_best(workload, device, fmt, db), output)
         return

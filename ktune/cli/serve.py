@@ -36,7 +36,10 @@ def serve(
         int | None,
         typer.Option(
             "--concurrency",
-            help=f"Jobs run at once in this process, 0..{MAX_CONCURRENCY} (0: leave them to `ktune worker`); default $KTUNE_RUNNER_CONCURRENCY or 1.",
+            help=(
+                f"Jobs run at once in this process, 0..{MAX_CONCURRENCY} "
+                "(0: leave them to `ktune worker`); default $KTUNE_RUNNER_CONCURRENCY or 1."
+            ),
         ),
     ] = None,
     log_level: Annotated[
@@ -66,7 +69,10 @@ def serve(
     )
     if not settings.api_tokens and not tlog.list_tokens():
         err.print(
-            "note: no API tokens yet, so writes are refused; create one with `ktune token create NAME`",
+            (
+                "note: no API tokens yet, so writes are refused; "
+                "create one with `ktune token create NAME`"
+            ),
             markup=False,
         )
     out.file.flush()

@@ -70,7 +70,10 @@ def tune(
         str | None,
         typer.Option(
             "--op",
-            help="Operator to tune on the local GPU: matmul, conv2d, reduction, softmax, transpose, or custom (with --spec); or on this CPU: cpu_matmul, cpu_conv2d.",
+            help=(
+                "Operator to tune on the local GPU: matmul, conv2d, reduction, softmax, transpose, "
+                "or custom (with --spec); or on this CPU: cpu_matmul, cpu_conv2d."
+            ),
         ),
     ] = None,
     resume: Annotated[
@@ -84,7 +87,10 @@ def tune(
         bool,
         typer.Option(
             "--demo",
-            help="Tune fp16 matmul on the local GPU if there is one, else replay the bundled convolution_A4000 recording.",
+            help=(
+                "Tune fp16 matmul on the local GPU if there is one, "
+                "else replay the bundled convolution_A4000 recording."
+            ),
         ),
     ] = False,
     shape: Annotated[
@@ -102,7 +108,10 @@ def tune(
         str,
         typer.Option(
             "--layout",
-            help="Layout for --op: NCHW/NHWC (conv2d; NCHW for cpu_conv2d; _pad1x1 adds padding), sum/max (reduction).",
+            help=(
+                "Layout for --op: NCHW/NHWC (conv2d; NCHW for cpu_conv2d; _pad1x1 adds padding), "
+                "sum/max (reduction)."
+            ),
         ),
     ] = "",
     device: Annotated[int, typer.Option("--device", help="CUDA device index for --op.")] = 0,
@@ -110,7 +119,10 @@ def tune(
         str | None,
         typer.Option(
             "--ray",
-            help="Measure --op on GPUs of a Ray cluster: auto (the cluster of this node), ray://HOST:PORT, or local.",
+            help=(
+                "Measure --op on GPUs of a Ray cluster: auto (the cluster of this node), "
+                "ray://HOST:PORT, or local."
+            ),
         ),
     ] = None,
     ray_workers: Annotated[
@@ -182,7 +194,10 @@ def tune(
         float | None,
         typer.Option(
             "--replay-speed",
-            help="Spend the recorded GPU time in real time, this many times faster (to watch a job live).",
+            help=(
+                "Spend the recorded GPU time in real time, this many times faster "
+                "(to watch a job live)."
+            ),
         ),
     ] = None,
     out_file: Annotated[
@@ -190,13 +205,16 @@ def tune(
         typer.Option(
             "--out",
             "-o",
-            help="Write the job and its trials as JSON (mode 0644; missing directories are created).",
+            help=(
+                "Write the job and its trials as JSON (mode 0644; missing directories are created)."
+            ),
         ),
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     db: DbOption = None,
 ) -> None:
-    """Tune a recorded space (--replay) or an operator on the local GPU or CPU (--op), or resume a job."""
+    """Tune a recorded space (--replay) or an operator on the local GPU or CPU (--op), \
+or resume a job."""
     if sum(x is not None for x in (replay, op, resume)) + demo != 1:
         raise CliError("give exactly one of --replay FILE, --op OPERATOR, --demo or --resume JOB")
     check_range("--resume", resume, 1, MAX_JOB_ID)
@@ -220,7 +238,8 @@ def tune(
         ]
         if ignored:
             raise CliError(
-                f"{', '.join(ignored)} cannot go with --resume: job {resume} keeps the budget, strategy, "
+                f"{', '.join(ignored)} cannot go with --resume: "
+                f"job {resume} keeps the budget, strategy, "
                 "seed and space it was created with"
             )
         tlog = open_log(db)
@@ -264,7 +283,10 @@ def tune(
         placement = _placement(ray, ray_workers, gpu_type)
         if placement is not None and not quiet:
             err.print(
-                f"asking {placement.describe()} for its spec (waiting up to {START_TIMEOUT_S:g} s for a node to offer one)",
+                (
+                    f"asking {placement.describe()} for its spec "
+                    f"(waiting up to {START_TIMEOUT_S:g} s for a node to offer one)"
+                ),
                 markup=False,
             )
         source = OperatorSource.open(
@@ -378,7 +400,10 @@ def _run(
                 should_stop=lambda: _cancel_requested(tlog, job_id),
             )
     except KeyboardInterrupt:
-        message = f"interrupted: job {job_id} keeps its trials; continue with `ktune tune --resume {job_id}`"
+        message = (
+            f"interrupted: job {job_id} keeps its trials; "
+            f"continue with `ktune tune --resume {job_id}`"
+        )
         try:
             _write_out(tlog, job_id, out_file, optimum_ms)
         except CliError as exc:
@@ -434,13 +459,20 @@ def _summary(
     ok = [t for t in trials if t.status == "ok" and t.time_ms is not None]
     out.print(f"job {job_id} {job.state}: {_REASONS.get(outcome.reason, outcome.reason)}")
     out.print(
-        f"  measurements  {job.n_trials} ({len(ok)} ok), {format_duration(job.clock_s)} of tuning time"
+        f"  measurements  {job.n_trials} ({len(ok)} ok), "
+        f"{format_duration(job.clock_s)} of tuning time"
     )
     if ok:
         best = min(ok, key=lambda t: (t.time_ms, t.seq))
-        line = f"  best          {format_ms(best.time_ms)} at measurement {best.seq + 1 if best.seq is not None else '?'}"
+        line = (
+            f"  best          {format_ms(best.time_ms)} "
+            f"at measurement {best.seq + 1 if best.seq is not None else '?'}"
+        )
         if optimum_ms and best.time_ms is not None:  # always set: `ok` keeps timed trials only
-            line += f", {best.time_ms / optimum_ms:.3f} x the recording's optimum ({format_ms(optimum_ms)})"
+            line += (
+                f", {best.time_ms / optimum_ms:.3f} x the recording's optimum "
+                f"({format_ms(optimum_ms)})"
+            )
         out.print(line)
         out.print(f"  config        {format_config(best.config)}")
     else:
@@ -452,6 +484,9 @@ def _summary(
         counts = Counter(t.status for t in trials)
         failed = ", ".join(f"{n} {status}" for status, n in counts.most_common())
         raise CliError(
-            f"job {job_id}: no configuration ran successfully ({failed}); see `ktune trials {job_id}`",
+            (
+                f"job {job_id}: no configuration ran successfully ({failed}); "
+                f"see `ktune trials {job_id}`"
+            ),
             3,
         )

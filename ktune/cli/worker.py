@@ -26,7 +26,10 @@ def worker(
         float | None,
         typer.Option(
             "--lease",
-            help=f"Seconds a job stays ours without renewal, up to {MAX_LEASE_S:g} (default $KTUNE_LEASE_SECONDS or 30).",
+            help=(
+                f"Seconds a job stays ours without renewal, up to {MAX_LEASE_S:g} "
+                "(default $KTUNE_LEASE_SECONDS or 30)."
+            ),
         ),
     ] = None,
     poll: Annotated[
@@ -40,7 +43,11 @@ def worker(
         list[str] | None,
         typer.Option(
             "--backend",
-            help=f"Run only jobs of this backend: {' or '.join(BACKENDS)} (repeatable; default $KTUNE_RUNNER_BACKENDS, else every one this installation can run).",
+            help=(
+                f"Run only jobs of this backend: {' or '.join(BACKENDS)} "
+                "(repeatable; default $KTUNE_RUNNER_BACKENDS, "
+                "else every one this installation can run)."
+            ),
         ),
     ] = None,
     db: DbOption = None,

@@ -134,7 +134,8 @@ def load_t4(path: str | Path, spec: T1Spec, device_name: str) -> RecordedSpace:
         raise format_error(
             path,
             f"{len(outside)} measured configuration(s) are outside the T1 spec's space "
-            f"(its values or constraints), e.g. {dict(outside[0].config)}: is it the spec of these results?",
+            f"(its values or constraints), e.g. {dict(outside[0].config)}: "
+            "is it the spec of these results?",
         )
     valid = [r.config for r in records.values() if r.status != "invalid"]
     if not valid:
@@ -216,7 +217,8 @@ def _records(
         if status is None:
             raise format_error(
                 path,
-                f"{where}: invalidity {shown(invalidity)} is not one of {', '.join(STATUS_BY_INVALIDITY)}",
+                f"{where}: invalidity {shown(invalidity)} "
+                f"is not one of {', '.join(STATUS_BY_INVALIDITY)}",
             )
         times = result.get("times", {})
         if not isinstance(times, dict):
@@ -253,7 +255,8 @@ def _config(
     if extra:
         raise format_error(
             path,
-            f"{where}: {shown(extra[0])} is not a parameter of the T1 spec (is it the spec of these results?)",
+            f"{where}: {shown(extra[0])} is not a parameter of the T1 spec "
+            "(is it the spec of these results?)",
         )
     config: dict[str, Any] = {}
     for name, table in zip(names, tables):
@@ -263,7 +266,8 @@ def _config(
         if value is MISSING:
             raise format_error(
                 path,
-                f"{where}: {name}={shown(given[name])} is not among the values of {name} in the T1 spec",
+                f"{where}: {name}={shown(given[name])} "
+                f"is not among the values of {name} in the T1 spec",
             )
         config[name] = value
     return config

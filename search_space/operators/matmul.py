@@ -48,7 +48,10 @@ SIMT_CONSTRAINTS = [
         " + block_size_x * tile_size_x + b_pad * (32 // tile_size_k)) * 4 <= max_static_smem"
     ),
     "tile_size_x * tile_size_y <= 64",
-    "block_size_x * block_size_y * (tile_size_x * tile_size_y + tile_size_x + tile_size_y + 16) <= max_regs",
+    (
+        "block_size_x * block_size_y"
+        " * (tile_size_x * tile_size_y + tile_size_x + tile_size_y + 16) <= max_regs"
+    ),
 ]
 
 _MMA_PARAMS = [
@@ -64,12 +67,16 @@ _MMA_PARAMS = [
 
 _MMA_CONSTRAINTS = [
     "tile_size_y % warp_tile_y == 0 and tile_size_x % warp_tile_x == 0",
-    "32 <= (tile_size_y // warp_tile_y) * (tile_size_x // warp_tile_x) * 32 <= min(max_threads, 512)",
+    (
+        "32 <= (tile_size_y // warp_tile_y) * (tile_size_x // warp_tile_x) * 32"
+        " <= min(max_threads, 512)"
+    ),
     "stages * (tile_size_y * (tile_size_k + 8) + tile_size_k * (tile_size_x + 8)) * 2 <= max_smem",
     "warp_tile_y * warp_tile_x <= 4096",
     (
         "(tile_size_y // warp_tile_y) * (tile_size_x // warp_tile_x) * 32"
-        " * (warp_tile_y * warp_tile_x // 32 + warp_tile_y // 4 + warp_tile_x // 4 + 32) <= max_regs"
+        " * (warp_tile_y * warp_tile_x // 32 + warp_tile_y // 4 + warp_tile_x // 4 + 32)"
+        " <= max_regs"
     ),
     "K % vector_width == 0 and N % vector_width == 0",
 ]

@@ -41,7 +41,10 @@ _CONSTRAINTS = [
     "vector_width * elem_bytes <= 16",
     "COLS % vector_width == 0",
     "block_size_x * vector_width <= max(COLS, 32)",
-    "blocks_per_row == 1 or blocks_per_row * block_size_x * vector_width * items_per_thread <= COLS",
+    (
+        "blocks_per_row == 1"
+        " or blocks_per_row * block_size_x * vector_width * items_per_thread <= COLS"
+    ),
 ]
 
 

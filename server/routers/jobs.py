@@ -43,7 +43,10 @@ def _not_found(job_id: int) -> HTTPException:
             "builds a CPU operator's kernels.",
         },
     },
-    summary="Submit a tuning job: a recorded space (replayed), an operator (on the Ray cluster's GPUs) or a CPU operator",
+    summary=(
+        "Submit a tuning job: a recorded space (replayed), "
+        "an operator (on the Ray cluster's GPUs) or a CPU operator"
+    ),
 )
 def create_job(
     body: JobCreate,

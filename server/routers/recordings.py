@@ -43,8 +43,10 @@ DeviceName = Annotated[
         min_length=1,
         max_length=200,
         pattern=r"^[^\x00-\x1f]*[^\s\x00-\x1f][^\x00-\x1f]*$",
-        description="The GPU the recording was measured on, as the vendor names it: replaces the name the "
-        "cache gives (Kernel Tuner writes none on some AMD GPUs).",
+        description=(
+            "The GPU the recording was measured on, as the vendor names it: "
+            "replaces the name the cache gives (Kernel Tuner writes none on some AMD GPUs)."
+        ),
     ),
 ]
 _BODY = {

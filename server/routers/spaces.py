@@ -1,4 +1,5 @@
-"""``GET /v1/spaces``, ``GET /v1/operators`` and ``GET /v1/strategies``: what jobs can tune, and how."""
+"""``GET /v1/spaces``, ``GET /v1/operators`` and ``GET /v1/strategies``: what jobs can tune, and
+how."""
 
 from __future__ import annotations
 

@@ -71,7 +71,8 @@ class JobCreate(_Strict):
     """A tuning job: on a recorded space (``space``: the bundled ones and those of
     KTUNE_RECORDINGS_DIR, replayed), of an operator measured on GPUs of the server's Ray
     cluster (``operator`` and ``shape``; the server needs KTUNE_RAY_ADDRESS), or of a CPU
-    operator (``cpu_matmul``, ``cpu_conv2d``) measured on the CPU of a runner that takes ``cpu`` jobs."""
+    operator (``cpu_matmul``, ``cpu_conv2d``) measured on the CPU of a runner that takes \
+``cpu`` jobs."""
 
     space: str | None = Field(
         None, min_length=1, max_length=128, description="Name of a recorded space (GET /v1/spaces)."
@@ -80,8 +81,11 @@ class JobCreate(_Strict):
         None,
         min_length=1,
         max_length=64,
-        description="Operator to tune on the Ray cluster's GPUs (matmul, conv2d, reduction, softmax, transpose), "
-        "or on a runner's CPU (cpu_matmul, cpu_conv2d).",
+        description=(
+            "Operator to tune on the Ray cluster's GPUs "
+            "(matmul, conv2d, reduction, softmax, transpose), "
+            "or on a runner's CPU (cpu_matmul, cpu_conv2d)."
+        ),
     )
     shape: str | None = Field(
         None,
@@ -93,7 +97,9 @@ class JobCreate(_Strict):
         "float32",
         min_length=1,
         max_length=16,
-        description="Data type of the operator: float32 or float16 (GPU), float32 or float64 (CPU).",
+        description=(
+            "Data type of the operator: float32 or float16 (GPU), float32 or float64 (CPU)."
+        ),
     )
     layout: str = Field(
         "",
@@ -105,7 +111,10 @@ class JobCreate(_Strict):
         min_length=1,
         max_length=64,
         pattern=r"^[A-Za-z0-9_.-]+$",
-        description="Ray accelerator type the operator is measured on (H100, A100, ...); any GPU when absent.",
+        description=(
+            "Ray accelerator type the operator is measured on (H100, A100, ...); "
+            "any GPU when absent."
+        ),
     )
     gpu_workers: int = Field(
         1, ge=1, le=MAX_RAY_WORKERS, description="GPUs measuring the operator's batches at once."
@@ -130,14 +139,17 @@ class JobCreate(_Strict):
         ge=MIN_REPLAY_SPEED,
         le=MAX_REPLAY_SPEED,
         allow_inf_nan=False,
-        description="Spend the recorded GPU time in real time, this many times faster (1 = as on the GPU).",
+        description=(
+            "Spend the recorded GPU time in real time, this many times faster (1 = as on the GPU)."
+        ),
     )
 
     @model_validator(mode="after")
     def _one_kind(self) -> JobCreate:
         if (self.space is None) == (self.operator is None):
             raise ValueError(
-                "give either space (a recorded space, replayed) or operator and shape (measured on GPUs)"
+                "give either space (a recorded space, replayed) "
+                "or operator and shape (measured on GPUs)"
             )
         if self.space is not None:
             given = [name for name in ("shape", "gpu_type") if getattr(self, name) is not None]
@@ -154,7 +166,8 @@ class JobCreate(_Strict):
             given = [name for name in ("device", "replay_speed") if getattr(self, name) is not None]
             if given:
                 raise ValueError(
-                    f"{', '.join(given)} go(es) with a recorded space; an operator job's GPU is the one "
+                    f"{', '.join(given)} go(es) with a recorded space; "
+                    "an operator job's GPU is the one "
                     "the Ray cluster gives (name its kind with gpu_type)"
                 )
         return self
@@ -190,7 +203,9 @@ class JobOut(BaseModel):
         description="Replayed GPU time spent this many times faster; null: at once."
     )
     gpu_type: str | None = Field(
-        description="Ray accelerator type a job on the Ray cluster runs on; null: any, or not on Ray."
+        description=(
+            "Ray accelerator type a job on the Ray cluster runs on; null: any, or not on Ray."
+        )
     )
     gpu_workers: int | None = Field(
         description="GPUs of the Ray cluster measuring at once; null: not on Ray."
@@ -199,7 +214,9 @@ class JobOut(BaseModel):
     progress: float | None = Field(description="Share of the budget spent, 0 to 1.")
     best_time_ms: float | None
     best_trial: int | None = Field(
-        description="Position of the best trial among the job's trials (the seq of /v1/jobs/{id}/trials)."
+        description=(
+            "Position of the best trial among the job's trials (the seq of /v1/jobs/{id}/trials)."
+        )
     )
     best_config: dict[str, Any] | None
     clock_s: float = Field(description="Tuning time spent (replayed GPU time for recordings).")

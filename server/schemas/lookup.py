@@ -28,13 +28,18 @@ class AnswerOut(BaseModel):
     config: dict[str, Any]
     time_ms: float | None = Field(description="Measured for `workload` on `device`.")
     job: int | None = Field(
-        description="The tuning job that measured the config; null when predicted or recorded outside any job (`ktune import` records a job)."
+        description=(
+            "The tuning job that measured the config; "
+            "null when predicted or recorded outside any job (`ktune import` records a job)."
+        )
     )
     trial: int | None = Field(
         description="Its position among the job's trials (the seq of /v1/jobs/{id}/trials)."
     )
     tuning: bool = Field(
-        description="A job of `workload` on `device` is still queued or running: the answer may improve."
+        description=(
+            "A job of `workload` on `device` is still queued or running: the answer may improve."
+        )
     )
     distance: float = Field(description="0 when exact, else the shape or device distance.")
     updated_at: str | None

@@ -179,7 +179,8 @@ def test_the_0003_migration_recomputes_stale_bests(db_url: str) -> None:
         command.upgrade(alembic_config(conn), "0002")
         sql = conn.exec_driver_sql
         sql(
-            "INSERT INTO device (id, name, vendor, architecture, created_at) VALUES (1, 'A100', '', '', CURRENT_TIMESTAMP)"
+            "INSERT INTO device (id, name, vendor, architecture, created_at) "
+            "VALUES (1, 'A100', '', '', CURRENT_TIMESTAMP)"
         )
         for w in (1, 2):
             sql(
@@ -203,9 +204,11 @@ def test_the_0003_migration_recomputes_stale_bests(db_url: str) -> None:
         ]
         for id_, w, status, time_ms, config in trials:
             sql(
-                "INSERT INTO trial (id, workload_id, device_id, backend, config, config_key, status, time_ms, times, "
+                "INSERT INTO trial (id, workload_id, device_id, backend, config, config_key, "
+                "status, time_ms, times, "
                 "compile_ms, bench_ms, error, strategy, clock_s, toolchain, created_at) VALUES "
-                f"({id_}, {w}, 1, 'import', '{config}', 'k{id_}', '{status}', {time_ms or 'NULL'}, '[]', 0, 0, '', '', 0, "
+                f"({id_}, {w}, 1, 'import', '{config}', 'k{id_}', '{status}', "
+                f"{time_ms or 'NULL'}, '[]', 0, 0, '', '', 0, "
                 "'{}', CURRENT_TIMESTAMP)"
             )
         if conn.dialect.name == "postgresql":  # the ids above were given, not drawn
@@ -215,7 +218,8 @@ def test_the_0003_migration_recomputes_stale_bests(db_url: str) -> None:
             (2, 6, 1.0, '{"tile": 2}'),
         ):
             sql(
-                "INSERT INTO best_config (workload_id, device_id, trial_id, time_ms, config, updated_at) VALUES "
+                "INSERT INTO best_config "
+                "(workload_id, device_id, trial_id, time_ms, config, updated_at) VALUES "
                 f"({w}, 1, {trial_id}, {time_ms}, '{config}', '2020-01-01 00:00:00')"
             )
     engine.dispose()

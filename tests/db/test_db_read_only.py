@@ -48,8 +48,8 @@ def test_a_missing_file_is_named_and_nothing_is_created(
         with pytest.raises(DatabaseError) as info:
             TuningLog.open(url, read_only=True)
         assert (
-            str(info.value)
-            == f"no such tuning log: {mask_url(resolve_url(url))} (a tuning job or an import creates it)"
+            str(info.value) == f"no such tuning log: {mask_url(resolve_url(url))} "
+            "(a tuning job or an import creates it)"
         )
     assert tree(tmp_path) == []
 
@@ -61,7 +61,10 @@ def test_the_default_log_is_not_created_either(
     monkeypatch.setattr("platformdirs.user_data_dir", lambda app: str(tmp_path / "data" / app))
     with pytest.raises(
         DatabaseError,
-        match=r"^no such tuning log: sqlite:///.*/data/ktune/ktune.db \(a tuning job or an import creates it\)$",
+        match=(
+            r"^no such tuning log: sqlite:///.*/data/ktune/ktune.db "
+            r"\(a tuning job or an import creates it\)$"
+        ),
     ):
         TuningLog.open(read_only=True)
     assert not (tmp_path / "data").exists()

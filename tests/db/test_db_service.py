@@ -306,14 +306,16 @@ def test_a_0001_log_with_data_upgrades_to_0002(db_url: str) -> None:
     with engine.begin() as conn:
         command.upgrade(alembic_config(conn), "0001")
         conn.exec_driver_sql(
-            "INSERT INTO device (id, name, vendor, architecture, created_at) VALUES (1, 'A100', '', '', CURRENT_TIMESTAMP)"
+            "INSERT INTO device (id, name, vendor, architecture, created_at) "
+            "VALUES (1, 'A100', '', '', CURRENT_TIMESTAMP)"
         )
         conn.exec_driver_sql(
             "INSERT INTO workload (id, key, operator, shape, dtype, layout, created_at) "
             "VALUES (1, 'mm/64/-', 'mm', '[64]', '', '', CURRENT_TIMESTAMP)"
         )
         conn.exec_driver_sql(
-            "INSERT INTO job (id, workload_id, device_id, backend, strategy, batch_size, options, state, "
+            "INSERT INTO job "
+            "(id, workload_id, device_id, backend, strategy, batch_size, options, state, "
             "n_trials, clock_s, error, created_at) VALUES "
             "(1, 1, 1, 'replay', 'random', 1, '{}', 'queued', 0, 0, '', CURRENT_TIMESTAMP)"
         )

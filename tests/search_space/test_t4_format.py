@@ -223,7 +223,10 @@ def test_ktune_import_of_t4_needs_its_spec_and_gpu(
     cases = [
         (
             ["import", path],
-            "T4 results name neither their space nor their GPU: give --spec T1.json and --device NAME",
+            (
+                "T4 results name neither their space nor their GPU: "
+                "give --spec T1.json and --device NAME"
+            ),
         ),
         (
             ["import", path, "--spec", str(SPEC)],

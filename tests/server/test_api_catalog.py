@@ -1,4 +1,5 @@
-"""Devices, spaces, operators, strategies, health, metrics, the OpenAPI schema and the dashboard's files."""
+"""Devices, spaces, operators, strategies, health, metrics, the OpenAPI schema and the dashboard's
+files."""
 
 from __future__ import annotations
 

@@ -105,8 +105,8 @@ def test_a_cluster_without_such_a_gpu_is_503_and_writes_nothing(
     response = ray_client.post("/v1/jobs", json={**MATMUL, "gpu_type": "H100"}, headers=AUTH)
     assert response.status_code == 503
     assert (
-        response.json()["detail"]
-        == "no CUDA device: no Ray node offered a GPU of type H100 on the Ray cluster at local within 30 s"
+        response.json()["detail"] == "no CUDA device: no Ray node offered a GPU of type H100 "
+        "on the Ray cluster at local within 30 s"
     )
     with TuningLog.open(db_url) as tlog:
         assert tlog.list_jobs() == []

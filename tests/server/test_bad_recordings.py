@@ -147,7 +147,10 @@ def test_an_unknown_runner_backend_fails_at_start(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("KTUNE_RUNNER_BACKENDS", "replay, cuda")
     with pytest.raises(
         SettingsError,
-        match=r"KTUNE_RUNNER_BACKENDS: unknown backend\(s\) 'cuda' \(choose from: replay, cupy, ray, cpu\)",
+        match=(
+            r"KTUNE_RUNNER_BACKENDS: unknown backend\(s\) 'cuda' "
+            r"\(choose from: replay, cupy, ray, cpu\)"
+        ),
     ):
         Settings.load()
     monkeypatch.setenv("KTUNE_RUNNER_BACKENDS", "replay,cupy")

@@ -267,7 +267,10 @@ def test_header_compiles_and_its_dispatch_agrees_with_the_lookup(
         for q in QUERIES
     )
     program = f'#include <stdio.h>\n#include "tuned.h"\nint main(void) {{\n{calls}\n'
-    program += '    printf("%d %d\\n", KTUNE_MATMUL_FLOAT32_TILE_M, KTUNE_MATMUL_FLOAT32_4096X4096X4096_TILE_M);\n    return 0;\n}\n'
+    program += (
+        '    printf("%d %d\\n", KTUNE_MATMUL_FLOAT32_TILE_M, '
+        "KTUNE_MATMUL_FLOAT32_4096X4096X4096_TILE_M);\n    return 0;\n}\n"
+    )
     (tmp_path / "main.c").write_text(program)
     (tmp_path / "main.cpp").write_text(program)
     outputs = []

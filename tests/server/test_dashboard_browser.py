@@ -151,7 +151,8 @@ def test_dashboard_shows_convergence_and_follows_a_running_job(
             """Go to a job's page and wait until that job's plot is drawn (not the last page's)."""
             page.goto(f"{server.url}#/jobs/{job_id}")
             page.wait_for_function(
-                f"document.querySelector('h1') && document.querySelector('h1').textContent.startsWith('Job #{job_id} ')"
+                "document.querySelector('h1') && "
+                f"document.querySelector('h1').textContent.startsWith('Job #{job_id} ')"
                 f" && document.querySelector('{plot} svg circle.pt') !== null"
             )
 

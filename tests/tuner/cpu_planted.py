@@ -16,7 +16,10 @@ BEHAVIOURS = ("copy", "slow_copy", "wrong", "segfault", "hang", "fails", "syntax
 
 _BODIES = {
     "copy": "for (int i = 0; i < LEN; i++) y[i] = x[i]; return 0;",
-    "slow_copy": "for (int r = 0; r < 200; r++) for (int i = 0; i < LEN; i++) y[i] = x[i] + (REAL)(r - r); return 0;",
+    "slow_copy": (
+        "for (int r = 0; r < 200; r++) for (int i = 0; i < LEN; i++) y[i] = x[i] + (REAL)(r - r); "
+        "return 0;"
+    ),
     "wrong": "for (int i = 0; i < LEN; i++) y[i] = x[i] + 1; return 0;",
     "segfault": "volatile int *p = 0; *p = 1; return 0;",
     "hang": "for (volatile int i = 0; ; i++) {} return 0;",

@@ -602,8 +602,8 @@ def test_revoking_a_shared_name_needs_an_id_or_all(
         ids = [t.token_id for t in tlog.list_tokens()]
     line = refused(capsys, "token", "revoke", "ci", "--db", log_url)
     assert (
-        line
-        == f"error: 2 live tokens are named 'ci' (ids {ids[0]}, {ids[1]}): revoke one by id, or every one with --all"
+        line == f"error: 2 live tokens are named 'ci' (ids {ids[0]}, {ids[1]}): "
+        "revoke one by id, or every one with --all"
     )
     with TuningLog.open(log_url) as tlog:
         assert all(tlog.verify_token(s) is not None for s in secrets)  # nothing revoked

@@ -116,7 +116,8 @@ def test_the_header_compiles_whatever_the_parameters_are_called(
         "    const long long s[2] = {5000, 4000}, bad[2] = {0, 64};\n"
         "    const ktune_kw_config *c = ktune_kw_select(s);\n"
         + "".join(f'    printf("%d\\n", c->{f});\n' for f in fields)
-        + '    printf("%d %d %s %d\\n", KTUNE_KW_TIER_, KTUNE_KW_H, KTUNE_KW_TIER, ktune_kw_select(bad) == 0);\n'
+        + '    printf("%d %d %s %d\\n", KTUNE_KW_TIER_, KTUNE_KW_H, KTUNE_KW_TIER, '
+        "ktune_kw_select(bad) == 0);\n"
         "    return 0;\n}\n"
     )
     for compiler, source, std in (("gcc", "main.c", "-std=c99"), ("g++", "main.cpp", "-std=c++17")):

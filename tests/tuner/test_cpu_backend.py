@@ -148,7 +148,8 @@ def test_the_cpu_spec_reads_cpuinfo_and_caches(tmp_path: Path) -> None:
         for name, value in (("level", level), ("type", kind), ("size", size)):
             (index / name).write_text(value + "\n")
     info = (
-        "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R)   Gold 6338 CPU @ 2.00GHz\n"
+        "processor\t: 0\nvendor_id\t: GenuineIntel\n"
+        "model name\t: Intel(R) Xeon(R)   Gold 6338 CPU @ 2.00GHz\n"
         "flags\t\t: fpu sse2 avx avx2 fma\n\nprocessor\t: 1\nmodel name\t: other\n"
     )
     spec = cpu_spec(info, tmp_path)

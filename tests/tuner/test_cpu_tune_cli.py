@@ -132,7 +132,10 @@ def test_a_stopped_cpu_job_resumes_on_the_same_machine(capsys, tmp_path: Path) -
         (
             ["--shape", "64x64x64", "--device", "1"],
             2,
-            "error: cpu_matmul runs on this machine's CPU: --ray, --spec and --device are for GPU kernels",
+            (
+                "error: cpu_matmul runs on this machine's CPU: "
+                "--ray, --spec and --device are for GPU kernels"
+            ),
         ),
         (["--shape", "64x64x64", "-c", "threads > 4096"], 2, "under the constraints"),
         (["--shape", "64x64x64", "-c", "threads >"], 2, "error: "),
@@ -160,7 +163,10 @@ def test_bad_cpu_requests_are_one_line_and_create_no_job(
     [
         (
             {"KTUNE_CC": "no-such-cc"},
-            "error: no C compiler: 'no-such-cc' not found (install gcc or clang, or name one with KTUNE_CC)",
+            (
+                "error: no C compiler: 'no-such-cc' not found "
+                "(install gcc or clang, or name one with KTUNE_CC)"
+            ),
         ),
         (
             {"KTUNE_CFLAGS": "-O2 -fno-such-flag"},

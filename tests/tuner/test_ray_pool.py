@@ -173,7 +173,10 @@ def test_workers_given_another_gpu_than_the_probed_one_are_refused(monkeypatch) 
     src = OperatorSource.open("matmul", "256x256x256", ray=CPU)
     with pytest.raises(
         BackendError,
-        match=r"tunes for Planted GPU but its workers got Planted GPU \d+ \(name the GPU with --gpu-type\)",
+        match=(
+            r"tunes for Planted GPU but its workers got Planted GPU \d+ "
+            r"\(name the GPU with --gpu-type\)"
+        ),
     ):
         src.backend()
 

@@ -78,7 +78,8 @@ def _wait_for_trials(
                 return jobs[0].id
             if proc.poll() is not None:
                 pytest.fail(
-                    f"job ended before it could be stopped: {proc.stderr.read() if proc.stderr else ''}"
+                    "job ended before it could be stopped: "
+                    f"{proc.stderr.read() if proc.stderr else ''}"
                 )
             time.sleep(0.05)
     pytest.fail("the job did not make progress")
@@ -146,7 +147,10 @@ def test_ctrl_c_cancels_with_one_line_and_resumes(tmp_path: Path, db_url: str) -
     assert proc.returncode == 130
     lines = [line for line in stderr.splitlines() if line.strip()]
     assert lines == [
-        f"error: interrupted: job {job_id} keeps its trials; continue with `ktune tune --resume {job_id}`"
+        (
+            f"error: interrupted: job {job_id} keeps its trials; "
+            f"continue with `ktune tune --resume {job_id}`"
+        )
     ]
     with TuningLog.open(db_url) as tlog:
         assert _job(tlog, job_id).state == "cancelled"

@@ -44,7 +44,10 @@ def compiler_unavailable(compiler: Compiler | None = None) -> str | None:
     """Why no CPU kernel can be built here without starting anything (no compiler), or None."""
     compiler = compiler or compiler_from_env()
     if shutil.which(compiler.command[0]) is None:
-        return f"no C compiler: {compiler.command[0]!r} not found (install gcc or clang, or name one with KTUNE_CC)"
+        return (
+            f"no C compiler: {compiler.command[0]!r} not found "
+            "(install gcc or clang, or name one with KTUNE_CC)"
+        )
     return None
 
 

@@ -65,6 +65,7 @@ class CupyBackend(PooledBackend):
             name = dict(self.pool.hello(slot) or {}).get("name")
             if name != self.spec.get("name"):
                 raise BackendError(
-                    f"Ray placed workers on different GPUs ({self.spec.get('name')!r} and {name!r}); "
+                    "Ray placed workers on different GPUs "
+                    f"({self.spec.get('name')!r} and {name!r}); "
                     "name one kind with --gpu-type"
                 )

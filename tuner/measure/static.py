@@ -363,5 +363,8 @@ def launch_problem(info: StaticInfo, launch: Launch, limits: DeviceLimits) -> st
         info.registers > limits.max_registers_per_thread
         or warps * per_warp > limits.registers_per_block
     ):
-        return f"{info.registers} registers x {threads} threads > {limits.registers_per_block} per block"
+        return (
+            f"{info.registers} registers x {threads} threads "
+            f"> {limits.registers_per_block} per block"
+        )
     return None

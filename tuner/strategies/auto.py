@@ -49,7 +49,8 @@ class AutoSearch(ModelGuided):
     #: from a search ignoring the log (0: never)
     explorer_share: ClassVar[float] = 0.125
     summary = (
-        "model-guided one-knob moves + pooled proposals (model ranking, annealing, PPO agent) + adaptive sampling;"
+        "model-guided one-knob moves + pooled proposals (model ranking, annealing, PPO agent)"
+        " + adaptive sampling;"
         f" with a log, 1 in {round(1 / explorer_share)} from an explorer that ignores it"
     )
     #: proposals made by the transferred model alone before the explorer's first

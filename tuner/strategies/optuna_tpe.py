@@ -3,10 +3,10 @@
 Numeric knobs are exposed to TPE as ordinal positions in their value lists (so neighbouring
 values share density), strings and booleans as categories. A proposal that violates the space's
 constraints is told back as an infeasible trial (TPE's ``constraints_func``), so TPE learns to
-avoid that region, and so is every failed measurement (``Trial.set_constraint``). A proposal of an already measured
-configuration is discarded (told as ``FAIL``, which TPE ignores); after a few such repeats the
-slot is filled with an unmeasured neighbour of the last proposal, or a random unmeasured
-configuration, enqueued into the study so its bookkeeping stays exact.
+avoid that region, and so is every failed measurement (``Trial.set_constraint``). A proposal of
+an already measured configuration is discarded (told as ``FAIL``, which TPE ignores); after a
+few such repeats the slot is filled with an unmeasured neighbour of the last proposal, or a
+random unmeasured configuration, enqueued into the study so its bookkeeping stays exact.
 """
 
 from __future__ import annotations

@@ -46,7 +46,10 @@ _CONSTRAINTS = [
 class CpuConv2d(ConvProblem, CpuOperator):
     name = "cpu_conv2d"
     layouts = ("NCHW",)
-    summary = "direct 2-D convolution in C, NCHW: channel, row and column blocks, a register block, OpenMP threads"
+    summary = (
+        "direct 2-D convolution in C, NCHW: channel, row and column blocks, a register block, "
+        "OpenMP threads"
+    )
 
     def space(self, workload: Workload, limits: CpuLimits) -> SearchSpace:
         cs, _ = self.conv_shape(workload)
