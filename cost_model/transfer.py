@@ -38,7 +38,6 @@ MIN_DEVICES_FOR_COLUMNS = 5
 DEFAULT_LIMIT = PriorLimit()
 
 
-
 class ObservationLike(Protocol):
     """A measurement of the space being tuned (``tuner.strategies.Observation`` fits)."""
 
