@@ -35,9 +35,9 @@ sys.path.insert(0, str(ROOT))
 
 from ktune.cost_model import PriorLimit, resolve
 from ktune.cost_model.samples import Sample
-from ktune.db import TrialIn, TuningLog
+from ktune.db import TuningLog
 from ktune.search_space.formats import RecordedSpace, load_cache
-from ktune.tuner.importing import import_recording
+from ktune.testing.logs import add_synthetic_gpus
 from ktune.tuner.strategies.auto import AutoSearch
 from ktune.tuner.strategies.base import Observation, SearchContext
 from ktune.tuner.training import samples_from_log
@@ -51,27 +51,6 @@ class EveryTrial(AutoSearch):
     """``auto`` as it was before the total bound: 1000 per group, however many groups."""
 
     prior_limit = PriorLimit(per_group=1000, total=10**9)
-
-
-def add_synthetic_gpus(
-    tlog: TuningLog, rec: RecordedSpace, n_devices: int, per_device: int | None = None
-) -> None:
-    """Import ``rec``, then add ``n_devices`` GPUs with its first ``per_device`` records (all by
-    default), times multiplied by a log-normal factor (sigma 0.3), failures kept."""
-    rng = np.random.default_rng(0)
-    records = list(rec.records.values())[:per_device]
-    import_recording(tlog, rec)
-    workload = tlog.get_workload(rec.workload().key)
-    assert workload is not None
-    for d in range(n_devices):
-        device = tlog.get_or_create_device(f"Synthetic GPU {d}")
-        noise = rng.lognormal(0.0, 0.3, len(records))
-        rows = [
-            TrialIn(config=r.config, config_key=r.key, status=r.status,
-                    time_ms=None if r.time_ms is None else r.time_ms * x, strategy="import")
-            for r, x in zip(records, noise)
-        ]  # fmt: skip
-        tlog.add_trials(None, workload.id, device.id, "import", rows)
 
 
 def build(path: Path, rec: RecordedSpace, n_devices: int) -> int:

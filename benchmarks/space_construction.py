@@ -29,8 +29,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ktune.search_space import Parameter, SearchSpace
+from ktune.search_space import SearchSpace
 from ktune.search_space.formats.t1 import load_t1
+from ktune.testing.spaces import large_gpu_space
 
 
 def timed(build: Callable[[], Any], repeats: int) -> tuple[Any, float]:
@@ -79,39 +80,8 @@ def compare_spec(path: Path, repeats: int) -> tuple[list[str], bool]:
     return row, same_set and same_order
 
 
-def synthetic() -> tuple[list[Parameter], list[str]]:
-    """About 1.1e8 cartesian points, 7 restrictions of the usual GPU kinds."""
-    p = Parameter.of
-    params = [
-        p("block_size_x", [2**i for i in range(11)]),
-        p("block_size_y", [2**i for i in range(11)]),
-        p("block_size_z", [1, 2, 4, 8, 16, 32, 64]),
-        p("tile_size_x", list(range(1, 9))),
-        p("tile_size_y", list(range(1, 9))),
-        p("unroll", list(range(8))),
-        p("vector", [1, 2, 4, 8]),
-        p("use_shmem", [0, 1]),
-        p("prefetch", [False, True]),
-        p("layout", ["row", "col"]),
-        p("stages", list(range(1, 9))),
-    ]
-    constraints = [
-        "32 <= block_size_x * block_size_y * block_size_z <= 1024",
-        "block_size_x * tile_size_x <= 256",
-        "block_size_y * tile_size_y <= 256",
-        (
-            "use_shmem == 0 or (block_size_x * tile_size_x + 2) * (block_size_y * tile_size_y + 2)"
-            " * 4 * stages <= 48 * 1024"
-        ),
-        "unroll == 0 or tile_size_x % unroll == 0",
-        "layout == 'row' or vector == 1",
-        "not prefetch or stages > 1",
-    ]
-    return params, constraints
-
-
 def synthetic_row(repeats: int) -> list[str]:
-    params, constraints = synthetic()
+    params, constraints = large_gpu_space()
     space, ms = timed(lambda: SearchSpace(params, constraints, name="synthetic"), repeats)
     peak = peak_mib(lambda: SearchSpace(params, constraints))
     return [

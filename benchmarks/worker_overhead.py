@@ -22,9 +22,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from ktune.testing.planted import planted
 from ktune.tuner.measure.pool import SlotPool, WorkerPool
 from ktune.tuner.measure.ray_pool import RayPlacement, RayWorkerPool
-from tests.tuner.cupy_planted import planted
 
 
 def _per_task_ms(pool: SlotPool, tasks: int, batch: int) -> float:

@@ -1,63 +1,25 @@
-"""Fixtures of the cost-model tests: the bundled recordings and a synthetic two-GPU space."""
+"""Fixtures of the cost-model tests: the bundled recordings and a synthetic space."""
 
 from __future__ import annotations
 
-import math
-from pathlib import Path
-
-import numpy as np
 import pytest
 
-from ktune.cost_model.devices import DeviceSpec, default_catalog
-from ktune.cost_model.samples import Sample
-from ktune.search_space import Parameter, SearchSpace, Workload
+from ktune.search_space import SearchSpace
 from ktune.search_space.formats import RecordedSpace, load_cache
-
-RECORDED = Path(__file__).resolve().parents[2] / "search_space" / "recorded"
+from ktune.testing.recordings import CONV, PNPOLY, recording
+from tests.cost_model import synthetic
 
 
 @pytest.fixture(scope="session")
 def convolution() -> RecordedSpace:
-    return load_cache(RECORDED / "convolution_A4000.json.gz")
+    return load_cache(recording(CONV))
 
 
 @pytest.fixture(scope="session")
 def pnpoly() -> RecordedSpace:
-    return load_cache(RECORDED / "pnpoly_RTX_3090.json.gz")
-
-
-def synthetic_time(space: SearchSpace, spec: DeviceSpec) -> np.ndarray:
-    """A known cost function of the knobs: best at 8 warps per block (bx * by), tile 4,
-    unroll 1, and among the 8-warp blocks a 64-wide one, so the optimum is unique; it depends
-    on the device through its warp size."""
-    x = space.encode()
-    threads = x[:, 0] * x[:, 1]
-    t = (np.log2(threads) - math.log2(spec.warp_size * 8)) ** 2 + 0.5 * (x[:, 2] - 4) ** 2
-    t += 0.3 * (1 - x[:, 3]) + 0.2 * (np.log2(x[:, 0]) - 6) ** 2
-    return 1.0 + t
+    return load_cache(recording(PNPOLY))
 
 
 @pytest.fixture(scope="session")
 def synthetic_space() -> SearchSpace:
-    return SearchSpace(
-        [
-            Parameter.of("block_size_x", [16, 32, 64, 128, 256]),
-            Parameter.of("block_size_y", [1, 2, 4, 8]),
-            Parameter.of("tile_size_x", [1, 2, 3, 4, 5, 6]),
-            Parameter.of("unroll", [0, 1]),
-        ],
-        ["block_size_x * block_size_y <= 1024"],
-        name="synthetic",
-    )
-
-
-def samples_of(space: SearchSpace, device: str, idx: np.ndarray | None = None) -> list[Sample]:
-    spec = default_catalog().get(device)
-    assert spec is not None
-    times = synthetic_time(space, spec)
-    idx = np.arange(len(space)) if idx is None else idx
-    wl = Workload("synthetic", (4096, 4096))
-    return [
-        Sample(c, wl, spec.name, spec, "ok", float(times[i]))
-        for c, i in zip(space.configs(idx), idx)
-    ]
+    return synthetic.synthetic_space()

@@ -8,12 +8,12 @@ import math
 import numpy as np
 import pytest
 
-from benchmarks.prior_scaling import add_synthetic_gpus
 from ktune.cost_model import ModelError, PriorLimit, limit_samples, resolve
 from ktune.cost_model.prior import PriorGroup, choose
 from ktune.cost_model.samples import Sample
 from ktune.db import TuningLog
 from ktune.search_space.formats import RecordedSpace
+from ktune.testing.logs import add_synthetic_gpus
 from ktune.tuner.strategies.auto import AutoSearch
 from ktune.tuner.strategies.base import SearchContext
 from ktune.tuner.training import samples_from_log

@@ -14,7 +14,7 @@ from ktune.cost_model.model import ModelError
 from ktune.cost_model.samples import Sample, group_ids, relative_throughput
 from ktune.cost_model.xgb import XGBCostModel
 from ktune.search_space import SearchSpace, Workload
-from tests.cost_model.conftest import samples_of, synthetic_time
+from tests.cost_model.synthetic import samples_of, synthetic_time
 
 A4000 = "NVIDIA RTX A4000"
 

@@ -17,7 +17,7 @@ from ktune.db import DeviceRecord, LookupQuery, TrialIn, TrialRecord, TuningLog,
 from ktune.db import repository as db_repository
 from ktune.db.engine import make_engine, resolve_url
 from ktune.db.migrate import alembic_config
-from tests.db.test_db_repository import job_spec
+from ktune.testing.records import job_spec
 
 
 def t(config: dict[str, Any], time_ms: float, status: str = "ok") -> TrialIn:

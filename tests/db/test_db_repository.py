@@ -12,47 +12,12 @@ import pytest
 from ktune.db import (
     ConstraintError,
     DeviceRecord,
-    JobSpec,
     TrialIn,
     TuningLog,
     WorkloadRecord,
 )
 from ktune.db import repository as db_repository
-
-
-def job_spec(workload: WorkloadRecord, device: DeviceRecord, **overrides: Any) -> JobSpec:
-    fields: dict[str, Any] = {
-        "workload_id": workload.id,
-        "device_id": device.id,
-        "backend": "replay",
-        "strategy": "random",
-        "seed": 0,
-        "batch_size": 8,
-        "budget_trials": 100,
-        "budget_seconds": None,
-        "target_ms": None,
-    }
-    fields.update(overrides)
-    return JobSpec(**fields)
-
-
-def trial(
-    i: int, time_ms: float | None = None, status: str = "ok", seq: int | None = None
-) -> TrialIn:
-    """Trial number ``i``: config {"tile": i}, timed ``time_ms`` (1 + i by default) if ok."""
-    if status == "ok" and time_ms is None:
-        time_ms = 1.0 + i
-    return TrialIn(
-        config={"tile": i},
-        config_key=f"tile={i}",
-        status=status,
-        time_ms=time_ms,
-        times_ms=(time_ms,) * 3 if time_ms is not None else (),
-        seq=i if seq is None else seq,
-        strategy="random",
-        error="" if status == "ok" else "boom",
-        toolchain={"cuda": "12.4"},
-    )
+from ktune.testing.records import job_spec, trial
 
 
 def snapshot(log: TuningLog, workload: WorkloadRecord, device: DeviceRecord) -> tuple[Any, ...]:

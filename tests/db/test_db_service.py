@@ -24,7 +24,7 @@ from ktune.db import (
 from ktune.db.engine import make_engine, resolve_url
 from ktune.db.migrate import alembic_config
 from ktune.db.queries import token_t
-from tests.db.test_db_repository import job_spec, trial
+from ktune.testing.records import job_spec, trial
 
 
 def queued(

@@ -15,8 +15,7 @@ from typing import Any
 import pytest
 
 from ktune.search_space.parameters import Parameter
-
-RECORDED = Path(__file__).resolve().parents[2] / "search_space" / "recorded"
+from ktune.testing.recordings import RECORDED
 
 _BUILTINS = {"__builtins__": {"min": min, "max": max, "abs": abs}}
 

@@ -11,7 +11,6 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from benchmarks.space_construction import synthetic
 from ktune import search_space
 from ktune.search_space import (
     Constraint,
@@ -23,6 +22,7 @@ from ktune.search_space import (
     parse_constraint,
 )
 from ktune.search_space.enumeration import binding_order, enumerate_ranks
+from ktune.testing.spaces import large_gpu_space
 
 P = Parameter.of
 
@@ -388,7 +388,7 @@ def test_string_and_bool_parameters_in_constraints(oracle, product):
 
 
 def test_1e8_cartesian_space_builds_fast_in_little_memory():
-    params, constraints = synthetic()  # the benchmark's 1.1e8-point space
+    params, constraints = large_gpu_space()  # the space construction benchmark's too
     tracemalloc.start()
     try:
         start = time.perf_counter()

@@ -16,8 +16,8 @@ from ktune.cli.app import main
 from ktune.db import TuningLog
 from ktune.search_space.formats import FormatError, RecordedSpace, load_cache, load_t1
 from ktune.search_space.formats.t4 import is_t4_file, load_t4
+from ktune.testing.recordings import RECORDED
 from ktune.tuner.importing import import_recording
-from tests.search_space.conftest import RECORDED
 
 DEVICE = "NVIDIA RTX A4000"
 SPEC = RECORDED / "convolution_t1.json"
@@ -340,7 +340,7 @@ def test_a_cache_that_names_no_gpu_is_imported_under_the_name_given(
 ) -> None:
     """Kernel Tuner writes an empty device name where the driver gave none (AMD MI250X caches
     of the Benchmark Hub); --device names the GPU, so its trials serve transfer and lookups."""
-    from tests.recordings import kt_cache, write_kt_cache
+    from ktune.testing.recordings import kt_cache, write_kt_cache
 
     cache_file = write_kt_cache(
         tmp_path / "mi250x.json",

@@ -14,7 +14,7 @@ from typing import Any, Self
 import httpx
 import pytest
 
-from tests.server.conftest import TOKEN
+from tests.server.client import TOKEN
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from ktune.db import TuningLog
 from ktune.server import Settings, SettingsError
-from tests.server.conftest import AUTH, TOKEN, job_body, make_client
+from tests.server.client import AUTH, TOKEN, job_body, make_client
 
 
 def test_writes_without_a_valid_token_are_refused(idle_client: TestClient, tlog: TuningLog) -> None:

@@ -11,7 +11,8 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from ktune.db import TuningLog
-from tests.server.conftest import AUTH, CONV, PNPOLY, finished, make_client, submit, wait_until
+from ktune.testing.recordings import CONV, PNPOLY
+from tests.server.client import AUTH, finished, make_client, submit, wait_until
 
 
 def test_spaces_lists_recordings_with_parameters_and_logged_workloads(client: TestClient) -> None:

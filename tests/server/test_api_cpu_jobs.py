@@ -14,7 +14,7 @@ from ktune.db import TuningLog
 from ktune.server.settings import Settings, SettingsError
 from ktune.tuner.measure.cpu_detect import cpu_spec
 from ktune.tuner.runner import Runner
-from tests.server.conftest import AUTH
+from tests.server.client import AUTH
 
 pytestmark = pytest.mark.skipif(
     shutil.which("cc") is None, reason="no C compiler (cc) on this machine"

@@ -7,7 +7,8 @@ import json
 from fastapi.testclient import TestClient
 
 from ktune.db import TuningLog
-from tests.server.conftest import AUTH, CONV, CONV_DEVICE, PNPOLY, finished, submit, wait_until
+from ktune.testing.recordings import CONV, CONV_DEVICE, PNPOLY
+from tests.server.client import AUTH, finished, submit, wait_until
 
 
 def test_a_submitted_job_runs_to_completion(client: TestClient) -> None:
@@ -123,7 +124,7 @@ def test_cancel_a_running_job_stops_it_within_a_batch(client: TestClient) -> Non
 
 
 def test_two_jobs_run_at_once_with_two_slots(db_url: str) -> None:
-    from tests.server.conftest import make_client
+    from tests.server.client import make_client
 
     for client in make_client(db_url, runner_concurrency=2):
         jobs = [submit(client, budget={"trials": 400}, replay_speed=400, seed=s) for s in (1, 2)]

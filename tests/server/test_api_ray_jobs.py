@@ -12,11 +12,11 @@ import ray
 from fastapi.testclient import TestClient
 
 from ktune.db import TuningLog
+from ktune.testing.planted import FAKE_GPU, planted
 from ktune.tuner.measure import cupy_backend, ray_pool
 from ktune.tuner.measure.base import BackendError
 from ktune.tuner.runner import Runner
-from tests.server.conftest import AUTH, make_client
-from tests.tuner.cupy_planted import FAKE_GPU, planted
+from tests.server.client import AUTH, make_client
 
 MATMUL: dict[str, Any] = {
     "operator": "matmul",

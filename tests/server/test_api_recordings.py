@@ -11,8 +11,9 @@ from fastapi.testclient import TestClient
 
 from ktune.db import TuningLog
 from ktune.search_space.formats import load_cache
+from ktune.testing.recordings import CONV_DEVICE
 from ktune.tuner.sources import bundled_recordings
-from tests.server.conftest import AUTH, CONV_DEVICE, make_client
+from tests.server.client import AUTH, make_client
 
 CONV_FILE = bundled_recordings()["convolution_A4000"]
 

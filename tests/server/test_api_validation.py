@@ -8,7 +8,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from ktune.db import TuningLog
-from tests.server.conftest import AUTH, job_body
+from tests.server.client import AUTH, job_body
 
 
 def _contents(tlog: TuningLog) -> tuple[Any, ...]:

@@ -16,9 +16,9 @@ from ktune.db import TuningLog
 from ktune.search_space.formats import FormatError
 from ktune.server import Settings, SettingsError
 from ktune.server import recordings as server_recordings
+from ktune.testing.recordings import kt_cache
 from ktune.tuner.runner import Runner
-from tests.recordings import kt_cache
-from tests.server.conftest import AUTH, make_client
+from tests.server.client import AUTH, make_client
 
 
 def _cache(**header: Any) -> dict[str, Any]:

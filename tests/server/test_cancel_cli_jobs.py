@@ -8,8 +8,10 @@ from fastapi.testclient import TestClient
 
 from ktune.cli.app import main
 from ktune.db import TuningLog
-from tests.server.conftest import AUTH
-from tests.tuner.test_resume_cli import _job, _start, _wait_for_trials
+from tests.server.client import AUTH
+from tests.tuner.tune_process import job_record as _job
+from tests.tuner.tune_process import start_tune as _start
+from tests.tuner.tune_process import wait_for_trials as _wait_for_trials
 
 
 def test_a_live_cli_job_stops_within_a_batch_of_a_cancel(

@@ -16,10 +16,10 @@ import ktune
 from ktune.cli.app import main
 from ktune.db import TrialIn, TuningLog
 from ktune.search_space.workload import Workload
+from ktune.testing.recordings import CONV
 from ktune.tuner.budget import Budget
 from ktune.tuner.jobs import JobRequest, create_job
 from ktune.tuner.sources import ReplaySource, bundled_recordings
-from tests.server.conftest import CONV
 
 A100 = "NVIDIA A100-PCIE-40GB"
 SHAPES = [

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.server.conftest import AUTH, PNPOLY
+from ktune.testing.recordings import PNPOLY
+from tests.server.client import AUTH
 from tests.server.live import Server
 
 pytestmark = pytest.mark.browser

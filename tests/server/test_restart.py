@@ -8,10 +8,11 @@ import time
 from pathlib import Path
 
 from ktune.db import TuningLog
+from ktune.testing.recordings import CONV
 from ktune.tuner.budget import Budget
 from ktune.tuner.jobs import JobRequest, create_job, run_job
 from ktune.tuner.sources import ReplaySource, bundled_recordings
-from tests.server.conftest import AUTH, CONV
+from tests.server.client import AUTH
 from tests.server.live import Server
 
 BUDGET = 60

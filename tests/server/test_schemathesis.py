@@ -20,7 +20,8 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from ktune.server import Settings, create_app
-from tests.server.conftest import AUTH, CONV, TOKEN, finished, make_client, submit, wait_until
+from ktune.testing.recordings import CONV
+from tests.server.client import AUTH, TOKEN, finished, make_client, submit, wait_until
 
 EXAMPLES = 25
 CHECKS = [

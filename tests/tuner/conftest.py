@@ -1,27 +1,24 @@
-"""Fixtures for tuner tests: a real recorded space and small synthetic ones."""
+"""Fixtures for tuner tests: the bundled recordings and a small synthetic space."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 
 from ktune.search_space.parameters import Parameter
 from ktune.search_space.space import SearchSpace
-from ktune.tuner.sources import ReplaySource, bundled_recordings
-
-RECORDED = Path(__file__).resolve().parents[2] / "search_space" / "recorded"
+from ktune.testing.recordings import CONV, PNPOLY, recording
+from ktune.tuner.sources import ReplaySource
 
 
 @pytest.fixture(scope="session")
 def pnpoly() -> ReplaySource:
     """The bundled pnpoly recording (RTX 3090): 4092 configs, some failing at run time."""
-    return ReplaySource.open(bundled_recordings()["pnpoly_RTX_3090"])
+    return ReplaySource.open(recording(PNPOLY))
 
 
 @pytest.fixture(scope="session")
 def convolution() -> ReplaySource:
-    return ReplaySource.open(bundled_recordings()["convolution_A4000"])
+    return ReplaySource.open(recording(CONV))
 
 
 @pytest.fixture
@@ -31,10 +28,3 @@ def small_space() -> SearchSpace:
         [Parameter.of("bx", [1, 2, 4, 8, 16, 32]), Parameter.of("by", [1, 2, 4, 8, 16, 32])],
         ["bx * by <= 64"],
     )
-
-
-def quadratic_time(config: dict) -> float:
-    """A smooth objective with its minimum at bx=8, by=4 (for convergence tests)."""
-    import math
-
-    return 1.0 + (math.log2(config["bx"]) - 3) ** 2 + (math.log2(config["by"]) - 2) ** 2

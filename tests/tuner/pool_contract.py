@@ -1,5 +1,5 @@
 """The isolation contract every worker pool keeps (local processes, Ray actors), checked with the
-planted functions of ``cupy_planted``: an exception is a value, a crash and a hang cost the
+planted functions of ``ktune.testing.planted``: an exception is a value, a crash and a hang cost the
 worker and nothing else, a sticky error restarts it after its answer."""
 
 from __future__ import annotations

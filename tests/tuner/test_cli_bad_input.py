@@ -13,9 +13,9 @@ import pytest
 
 from ktune.cli.app import main
 from ktune.db import TuningLog
+from ktune.testing.recordings import kt_cache, write_kt_cache
 from ktune.tuner import strategies
 from ktune.tuner.sources import bundled_recordings
-from tests.recordings import kt_cache, write_kt_cache
 
 PNPOLY = str(bundled_recordings()["pnpoly_RTX_3090"])
 PNPOLY_WORKLOAD = "cn_pnpoly/20000000/-"

@@ -11,13 +11,13 @@ import pytest
 from ktune.db import TuningLog
 from ktune.search_space.operators import DeviceLimits
 from ktune.search_space.operators.custom import CustomOperator
+from ktune.testing.planted import FAKE_GPU, broken, planted
 from ktune.tuner.budget import Budget
 from ktune.tuner.jobs import JobRequest, create_job, run_job
 from ktune.tuner.measure.base import Status
 from ktune.tuner.measure.cupy_backend import CupyBackend
 from ktune.tuner.measure.pool import PoolError, WorkerPool
 from ktune.tuner.sources import OperatorSource
-from tests.tuner.cupy_planted import FAKE_GPU, broken, planted
 from tests.tuner.pool_contract import assert_isolation
 
 

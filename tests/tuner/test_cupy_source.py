@@ -9,12 +9,12 @@ import pytest
 
 from ktune.cli.app import main
 from ktune.db import TuningLog
+from ktune.testing.planted import FAKE_GPU
 from ktune.tuner.budget import Budget
 from ktune.tuner.jobs import JobError, JobRequest, create_job, run_job
 from ktune.tuner.measure import detect
 from ktune.tuner.measure.base import BackendError
 from ktune.tuner.sources import OperatorSource, SourceError, open_source
-from tests.tuner.cupy_planted import FAKE_GPU
 
 H100 = {
     **FAKE_GPU,

@@ -9,8 +9,8 @@ import pytest
 from ktune.cli.app import main
 from ktune.search_space.formats import load_cache
 from ktune.search_space.parameters import Parameter
+from ktune.testing.recordings import kt_cache, write_kt_cache
 from ktune.tuner.exporting import export_parameters
-from tests.recordings import kt_cache, write_kt_cache
 
 STORED = (Parameter.of("a", [1, 2]), Parameter.of("b", [1]))
 

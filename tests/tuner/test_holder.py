@@ -17,7 +17,9 @@ from ktune.cli import tune as tune_command
 from ktune.cli.app import main
 from ktune.db import JobRecord, TuningLog
 from ktune.tuner.holder import live_holder, process_holder
-from tests.tuner.test_resume_cli import _job, _start, _wait_for_trials
+from tests.tuner.tune_process import job_record as _job
+from tests.tuner.tune_process import start_tune as _start
+from tests.tuner.tune_process import wait_for_trials as _wait_for_trials
 
 
 def _running(tlog: TuningLog) -> JobRecord:

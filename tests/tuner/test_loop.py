@@ -12,8 +12,7 @@ from ktune.tuner.loop import Tuner
 from ktune.tuner.measure.base import Status
 from ktune.tuner.measure.fake import FunctionBackend
 from ktune.tuner.strategies import Observation
-
-from .conftest import quadratic_time
+from tests.tuner.objectives import quadratic_time
 
 
 def _tuner(space, backend, budget, **kw) -> Tuner:

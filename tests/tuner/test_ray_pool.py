@@ -15,6 +15,7 @@ from ktune.cli.app import main
 from ktune.db import TuningLog
 from ktune.search_space.operators import DeviceLimits
 from ktune.search_space.operators.custom import CustomOperator
+from ktune.testing.planted import FAKE_GPU, broken, planted, planted_per_process
 from ktune.tuner.budget import Budget
 from ktune.tuner.jobs import JobRequest, create_job, run_job
 from ktune.tuner.measure import cupy_backend, ray_pool
@@ -23,7 +24,6 @@ from ktune.tuner.measure.cupy_backend import CupyBackend
 from ktune.tuner.measure.pool import PoolError
 from ktune.tuner.measure.ray_pool import RayPlacement, RayWorkerPool
 from ktune.tuner.sources import OperatorSource, SourceError, open_source
-from tests.tuner.cupy_planted import FAKE_GPU, broken, planted, planted_per_process
 from tests.tuner.pool_contract import assert_isolation
 
 #: actors without GPUs: the cluster here has none, and the planted functions need none

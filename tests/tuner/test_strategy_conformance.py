@@ -15,8 +15,7 @@ from ktune.tuner.measure.base import Status
 from ktune.tuner.measure.fake import FunctionBackend
 from ktune.tuner.resume import restore
 from ktune.tuner.strategies import Observation, SearchContext
-
-from .conftest import quadratic_time
+from tests.tuner.objectives import quadratic_time
 
 ALL = strategies.names()
 

@@ -1,14 +1,26 @@
-"""Planted measurement functions for the worker-pool tests: they crash, hang, raise or poison
-their worker on demand. Kept apart from the tests so that a spawned worker imports little."""
+"""Planted measurement functions for the worker pools (local processes, Ray actors): they
+crash, hang, raise or poison their worker on demand, on a made-up GPU. A spawned worker
+unpickles them by name, so this module imports little."""
 
 from __future__ import annotations
 
 import os
 import time
+from typing import Any
 
 from ktune.tuner.measure.pool import WorkerReply
 
-FAKE_GPU = {
+__all__ = [
+    "FAKE_GPU",
+    "Planted",
+    "PlantedPerProcess",
+    "broken",
+    "planted",
+    "planted_per_process",
+]
+
+#: what the planted worker says about its GPU (an A100-like device named "Planted GPU")
+FAKE_GPU: dict[str, Any] = {
     "name": "Planted GPU",
     "vendor": "NVIDIA",
     "architecture": "Ampere",
@@ -23,15 +35,17 @@ FAKE_GPU = {
 
 
 class Planted:
-    """A measurement function whose task says how to misbehave."""
+    """A measurement function whose task says how to misbehave: ``mode`` is ``ok`` (the
+    default: ``time_ms`` is the task's ``x``), ``crash`` (the process exits), ``hang``,
+    ``raise``, ``wrong`` (a wrong result) or ``sticky`` (a result that asks for a restart)."""
 
     def __init__(self, slot: int) -> None:
         self.slot = slot
 
-    def hello(self) -> dict:
+    def hello(self) -> dict[str, Any]:
         return {**FAKE_GPU, "slot": self.slot}
 
-    def __call__(self, task: dict) -> object:
+    def __call__(self, task: dict[str, Any]) -> object:
         mode = task.get("mode", "ok")
         if mode == "crash":
             os._exit(3)
@@ -39,7 +53,7 @@ class Planted:
             time.sleep(3600)
         if mode == "raise":
             raise RuntimeError("planted failure")
-        result = {
+        result: dict[str, Any] = {
             "status": "ok",
             "time_ms": float(task.get("x", 1)),
             "times_ms": [float(task.get("x", 1))] * 3,
@@ -57,10 +71,12 @@ class Planted:
 
 
 def planted(slot: int) -> Planted:
+    """The worker factory of a pool of planted functions."""
     return Planted(slot)
 
 
 def broken(slot: int) -> Planted:
+    """A worker factory that fails as a machine without a usable CUDA driver does."""
     raise RuntimeError("CUDA driver version is insufficient")
 
 
@@ -68,9 +84,10 @@ class PlantedPerProcess(Planted):
     """A planted function whose GPU is named after its process: workers that are different
     GPUs."""
 
-    def hello(self) -> dict:
+    def hello(self) -> dict[str, Any]:
         return {**FAKE_GPU, "name": f"Planted GPU {os.getpid()}"}
 
 
 def planted_per_process(slot: int) -> PlantedPerProcess:
+    """The worker factory of a pool whose every worker is a GPU of its own."""
     return PlantedPerProcess(slot)

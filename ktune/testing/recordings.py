@@ -1,4 +1,5 @@
-"""Small Kernel Tuner cache files for tests: every config of a few knobs, all measured."""
+"""The recordings bundled with ktune, by name, and small Kernel Tuner cache files made up for
+a test: every config of a few knobs, all measured."""
 
 from __future__ import annotations
 
@@ -8,7 +9,30 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["kt_cache", "write_kt_cache"]
+from ktune.search_space import recorded as _recorded
+
+__all__ = [
+    "CONV",
+    "CONV_DEVICE",
+    "PNPOLY",
+    "PNPOLY_DEVICE",
+    "RECORDED",
+    "kt_cache",
+    "recording",
+    "write_kt_cache",
+]
+
+#: the folder of the bundled recordings and T1 specs (package data of ktune.search_space)
+RECORDED = Path(_recorded.__file__).resolve().parent
+CONV = "convolution_A4000"  # a 2-D convolution on an NVIDIA RTX A4000: 4362 configs
+CONV_DEVICE = "NVIDIA RTX A4000"
+PNPOLY = "pnpoly_RTX_3090"  # point-in-polygon on an NVIDIA GeForce RTX 3090: some configs fail
+PNPOLY_DEVICE = "NVIDIA GeForce RTX 3090"
+
+
+def recording(name: str) -> Path:
+    """The path of the bundled recording ``name`` (``CONV``, ``PNPOLY``)."""
+    return RECORDED / f"{name}.json.gz"
 
 
 def kt_cache(
