@@ -21,6 +21,7 @@ from ktune.cli.app import app
 from ktune.server.settings import Settings
 from ktune.tuner.measure.ray_pool import ADDRESS_ENV
 from ktune.tuner.sources import BACKENDS
+from tests.optional import require
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"
@@ -100,7 +101,7 @@ def test_runner_backends_are_the_ones_their_services_exist_for(
 
 
 def test_every_ray_command_parses(services: dict[str, dict[str, Any]]) -> None:
-    scripts = pytest.importorskip("ray.scripts.scripts")
+    scripts = require("ray.scripts.scripts")
     ray_services = {n: s for n, s in services.items() if s.get("command", [""])[0] == "ray"}
     assert {"ray-head", "ray-gpu"} <= set(ray_services)
     for name, spec in ray_services.items():
