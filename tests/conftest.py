@@ -1,10 +1,17 @@
 """Fixtures shared by the whole suite.
 
-``db_url`` runs a test once on a fresh SQLite file and once on PostgreSQL (marked
-``postgres``), each in isolation: PostgreSQL tests get a schema of their own in the server's
-``test`` database, dropped afterwards. Set ``KTUNE_TEST_PG_URL`` to use another server;
-when none answers, the PostgreSQL runs are skipped with the reason (or fail, when
-``KTUNE_REQUIRE_PG`` is set, as CI does).
+``db_url`` is the URL of a fresh, empty tuning log. It is SQLite, unless the test is marked
+``both_databases`` (a module's ``pytestmark`` or a test's decorator): then the test runs twice,
+once on SQLite and once on PostgreSQL (that run marked ``postgres``). Mark the tests whose
+subject is the database's behaviour (the repository, leases and claims, migrations, read-only
+opens, the API's writes); a test of the CLI or a strategy that merely keeps its trials in a log
+runs on SQLite only. ``KTUNE_TEST_EVERY_DATABASE=1`` runs every test that uses ``db_url`` on
+both, as the suite once did.
+
+PostgreSQL runs get a schema of their own in the server's ``test`` database, dropped
+afterwards. Set ``KTUNE_TEST_PG_URL`` to use another server; when none answers, the
+PostgreSQL runs are skipped with the reason (or fail, when ``KTUNE_REQUIRE_PG`` is set, as CI
+does).
 """
 
 from __future__ import annotations
@@ -18,6 +25,18 @@ from pathlib import Path
 import pytest
 
 PG_URL = os.environ.get("KTUNE_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+#: the backends of a test marked ``both_databases``, as ``db_url`` parameters
+BOTH_DATABASES = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run a ``both_databases`` test that uses ``db_url`` once per backend."""
+    if "db_url" not in metafunc.fixturenames:
+        return
+    if metafunc.definition.get_closest_marker("both_databases") or os.environ.get(
+        "KTUNE_TEST_EVERY_DATABASE"
+    ):
+        metafunc.parametrize("db_url", BOTH_DATABASES, indirect=True)
 
 
 @pytest.fixture(autouse=True)
@@ -71,9 +90,10 @@ def pg_url() -> Iterator[str]:
             conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+@pytest.fixture
 def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A URL of an empty database, on each supported backend."""
-    if request.param == "sqlite":
+    """The URL of an empty database: SQLite, or the backend this run of a ``both_databases``
+    test is parametrized with."""
+    if getattr(request, "param", "sqlite") == "sqlite":
         return f"sqlite:///{tmp_path / 'ktune.db'}"
     return str(request.getfixturevalue("pg_url"))

@@ -82,6 +82,7 @@ def big_log(db_url: str, convolution: RecordedSpace):
     tlog.close()
 
 
+@pytest.mark.both_databases
 def test_the_log_and_memory_paths_choose_the_same_trials(
     big_log: TuningLog, convolution: RecordedSpace
 ) -> None:
@@ -112,6 +113,7 @@ def test_a_job_s_strategy_trains_on_a_bounded_prior(
     assert len(strategy.ask(8)) == 8
 
 
+@pytest.mark.both_databases
 def test_trial_configs_reads_any_number_of_ids(
     big_log: TuningLog, convolution: RecordedSpace
 ) -> None:
@@ -135,6 +137,7 @@ def _key(s: Sample) -> tuple[str, str, str, float | None]:
     )
 
 
+@pytest.mark.both_databases
 def test_a_tuning_job_loads_a_bounded_reproducible_prior(
     big_log: TuningLog, convolution: RecordedSpace
 ) -> None:

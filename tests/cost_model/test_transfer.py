@@ -60,6 +60,7 @@ def log_with_two_gpus(
     tlog.close()
 
 
+@pytest.mark.both_databases
 def test_training_data_holds_every_device_of_matching_spaces_only(
     log_with_two_gpus, convolution: RecordedSpace
 ) -> None:

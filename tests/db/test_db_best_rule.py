@@ -19,6 +19,8 @@ from ktune.db.engine import make_engine, resolve_url
 from ktune.db.migrate import alembic_config
 from ktune.testing.records import job_spec
 
+pytestmark = pytest.mark.both_databases  # the best-config rule and its migration on each backend
+
 
 def t(config: dict[str, Any], time_ms: float, status: str = "ok") -> TrialIn:
     key = ",".join(f"{k}={v}" for k, v in sorted(config.items()))

@@ -11,6 +11,8 @@ from ktune import db
 from ktune.db import DatabaseError, TuningLog, default_url, resolve_url
 from ktune.db.engine import mask_url
 
+pytestmark = pytest.mark.both_databases  # opening each backend
+
 
 def test_public_surface() -> None:
     assert sorted(db.__all__) == sorted(

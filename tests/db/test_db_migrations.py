@@ -17,6 +17,8 @@ from ktune.db.engine import mask_url
 from ktune.db.migrate import alembic_config, current_revision, head_revision
 from ktune.db.schema import Base
 
+pytestmark = pytest.mark.both_databases  # migrations on each backend
+
 TABLES = {"alembic_version", "device", "workload", "job", "trial", "best_config", "api_token"}
 
 

@@ -16,6 +16,8 @@ from ktune.db import DatabaseError, JobSpec, LookupQuery, TrialIn, TuningLog
 from ktune.db.engine import DatabaseInputError, mask_url, resolve_url
 from ktune.db.migrate import alembic_config, current_revision, head_revision
 
+pytestmark = pytest.mark.both_databases  # read-only opens on each backend
+
 KEY = "matmul/64x64x64/float32"
 
 

@@ -19,6 +19,8 @@ from ktune.db import (
 from ktune.db import repository as db_repository
 from ktune.testing.records import job_spec, trial
 
+pytestmark = pytest.mark.both_databases  # the repository's behaviour on each backend
+
 
 def snapshot(log: TuningLog, workload: WorkloadRecord, device: DeviceRecord) -> tuple[Any, ...]:
     return (

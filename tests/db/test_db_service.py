@@ -26,6 +26,8 @@ from ktune.db.migrate import alembic_config
 from ktune.db.queries import token_t
 from ktune.testing.records import job_spec, trial
 
+pytestmark = pytest.mark.both_databases  # claims, leases, cancels, tokens, lookups on each backend
+
 
 def queued(
     log: TuningLog, workload: WorkloadRecord, device: DeviceRecord, n: int, **overrides: Any

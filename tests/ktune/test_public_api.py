@@ -19,6 +19,7 @@ def test_public_surface() -> None:
     assert issubclass(ktune.LookupInputError, ValueError)
 
 
+@pytest.mark.both_databases
 def test_lookup_by_url_reuses_one_open_log(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     with TuningLog.open(db_url) as tlog:
         tlog.get_or_create_device("A100")

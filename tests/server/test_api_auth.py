@@ -12,6 +12,7 @@ from ktune.server import Settings, SettingsError
 from tests.server.client import AUTH, TOKEN, job_body, make_client
 
 
+@pytest.mark.both_databases
 def test_writes_without_a_valid_token_are_refused(idle_client: TestClient, tlog: TuningLog) -> None:
     for headers in (
         {},
@@ -28,6 +29,7 @@ def test_writes_without_a_valid_token_are_refused(idle_client: TestClient, tlog:
     assert tlog.list_jobs() == []
 
 
+@pytest.mark.both_databases
 def test_configured_and_stored_tokens_are_accepted_until_revoked(
     idle_client: TestClient, tlog: TuningLog
 ) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from fastapi.testclient import TestClient
 
 from ktune.db import TuningLog
@@ -11,6 +12,7 @@ from ktune.testing.recordings import CONV, CONV_DEVICE, PNPOLY
 from tests.server.client import AUTH, finished, submit, wait_until
 
 
+@pytest.mark.both_databases
 def test_a_submitted_job_runs_to_completion(client: TestClient) -> None:
     created = submit(client, budget={"trials": 30}, batch_size=3)
     assert created["state"] == "queued" and created["n_trials"] == 0
@@ -98,6 +100,7 @@ def test_unknown_job_is_404(client: TestClient) -> None:
     assert client.post("/v1/jobs/999/cancel", headers=AUTH).status_code == 404
 
 
+@pytest.mark.both_databases
 def test_cancel_a_queued_job_at_once(idle_client: TestClient, tlog: TuningLog) -> None:
     job = submit(idle_client)
     cancelled = idle_client.post(f"/v1/jobs/{job['id']}/cancel", headers=AUTH)
@@ -108,6 +111,7 @@ def test_cancel_a_queued_job_at_once(idle_client: TestClient, tlog: TuningLog) -
     assert tlog.claim_job("someone", 10) is None
 
 
+@pytest.mark.both_databases
 def test_cancel_a_running_job_stops_it_within_a_batch(client: TestClient) -> None:
     # Replayed at 200x, each convolution measurement takes about 10 ms of real time.
     job = submit(client, budget={"trials": 2000}, batch_size=4, replay_speed=200)
@@ -123,6 +127,7 @@ def test_cancel_a_running_job_stops_it_within_a_batch(client: TestClient) -> Non
     assert len(trials) == stopped["n_trials"]
 
 
+@pytest.mark.both_databases
 def test_two_jobs_run_at_once_with_two_slots(db_url: str) -> None:
     from tests.server.client import make_client
 
@@ -138,6 +143,7 @@ def test_two_jobs_run_at_once_with_two_slots(db_url: str) -> None:
             assert wait_until(client, j["id"], finished)["state"] == "cancelled"
 
 
+@pytest.mark.both_databases
 def test_a_job_shows_the_constraints_and_replay_speed_it_was_submitted_with(
     idle_client: TestClient,
 ) -> None:

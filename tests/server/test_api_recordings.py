@@ -15,6 +15,8 @@ from ktune.testing.recordings import CONV_DEVICE
 from ktune.tuner.sources import bundled_recordings
 from tests.server.client import AUTH, make_client
 
+pytestmark = pytest.mark.both_databases  # the API's recording uploads write to each backend
+
 CONV_FILE = bundled_recordings()["convolution_A4000"]
 
 

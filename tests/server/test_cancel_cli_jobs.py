@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 
+import pytest
 from fastapi.testclient import TestClient
 
 from ktune.cli.app import main
@@ -14,6 +15,7 @@ from tests.tuner.tune_process import start_tune as _start
 from tests.tuner.tune_process import wait_for_trials as _wait_for_trials
 
 
+@pytest.mark.both_databases
 def test_a_live_cli_job_stops_within_a_batch_of_a_cancel(
     idle_client: TestClient, db_url: str
 ) -> None:

@@ -14,6 +14,8 @@ from ktune.tuner.jobs import JobRequest, create_job
 from ktune.tuner.runner import Runner
 from ktune.tuner.sources import ReplaySource, bundled_recordings
 
+pytestmark = pytest.mark.both_databases  # leases and concurrent claims on each backend
+
 CONV = bundled_recordings()["convolution_A4000"]
 
 

@@ -27,6 +27,8 @@ from ktune.server import Settings, create_app
 from ktune.testing.recordings import CONV
 from tests.server.client import AUTH, TOKEN, finished, make_client, submit, wait_until
 
+pytestmark = pytest.mark.both_databases  # fuzzed API writes meet each backend's types and limits
+
 EXAMPLES = 25
 CHECKS = [
     not_a_server_error,

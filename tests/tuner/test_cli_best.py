@@ -53,6 +53,7 @@ def odd(db_url: str) -> str:
     return db_url
 
 
+@pytest.mark.both_databases
 def test_a_workload_key_and_a_device_get_the_lookups_answer(
     capsys: pytest.CaptureFixture[str], odd: str
 ) -> None:
