@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 
-.PHONY: run test bench setup setup-test chromium clean
+.PHONY: run test compile-sweep test-full bench setup setup-test chromium clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,9 +39,21 @@ chromium:
 	  fi; \
 	fi
 
+# The suite, in minutes: the compile test builds every operator/dtype/layout/architecture case
+# on a few configs, and only the tests of the database's own behaviour run on PostgreSQL too.
 test: setup-test chromium
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
+
+# Every case of the compile test on 50 sampled configs (NVRTC; a few minutes).
+compile-sweep: setup-test
+	KTUNE_COMPILE_SAMPLE=50 $(BIN)/python -m pytest tests/search_space/test_operators_compile.py
+
+# The suite as it once ran whole: the full compile sweep, and every test that uses a tuning
+# log on SQLite and on PostgreSQL (13-20 minutes on a 2-core machine).
+test-full: setup-test chromium
+	$(BIN)/ruff check .
+	KTUNE_COMPILE_SAMPLE=50 KTUNE_TEST_EVERY_DATABASE=1 $(BIN)/python -m pytest
 
 bench: setup-test
 	$(BIN)/python benchmarks/space_construction.py

@@ -1,11 +1,16 @@
 """Every operator template compiles for sm_80 and sm_90 in every config its space allows.
 
-A sample of 50 configs per operator, dtype and layout, of a realistic shape, is compiled with
-NVRTC (the compiler the GPU backend uses; nvcc when no NVRTC library is installed) and each
-must compile and be launchable by ptxas' account of its registers and shared memory.
+For every operator, dtype and layout, of a realistic shape, and each architecture, the space's
+first and last configs (its smallest and largest knob values, where resource limits bite) and a
+seeded random sample of others are compiled with NVRTC (the compiler the GPU backend uses;
+nvcc when no NVRTC library is installed); each must compile and be launchable by ptxas'
+account of its registers and shared memory. The sample holds ``KTUNE_COMPILE_SAMPLE`` configs:
+2 in ``make test``, 50 in the full sweep (``make compile-sweep``).
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 import pytest
@@ -17,6 +22,9 @@ from ktune.tuner.measure.static import (
     default_compiler,
     launch_problem,
 )
+
+#: random configs compiled per case besides the first and the last; 50 in the full sweep
+SAMPLE = int(os.environ.get("KTUNE_COMPILE_SAMPLE", "2"))
 
 CASES = [
     ("matmul", "4096x4096x4096", "float32", ""),
@@ -53,8 +61,9 @@ def test_sampled_configs_compile_and_fit_the_device(
     workload = op.workload(shape, dtype, layout)
     limits = DeviceLimits.for_arch(arch)
     space = op.space(workload, limits)
-    configs = space.configs(space.sample(50, np.random.default_rng(7)))
-    assert len(configs) == min(50, len(space)) >= 50
+    drawn = space.sample(SAMPLE, np.random.default_rng(7))
+    assert len(space) >= 50 and len(drawn) == SAMPLE
+    configs = space.configs([i for i in (0, len(space) - 1) if i not in drawn] + list(drawn))
     infos = analyze([op.render(c, workload) for c in configs], arch, compiler=compiler)
     failed = [(c, i.error) for c, i in zip(configs, infos) if not i.ok]
     assert not failed, f"{len(failed)} allowed configs do not compile, e.g. {failed[0]}"
