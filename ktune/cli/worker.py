@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from ktune.cli.common import CliError, DbOption, check_range, open_log, out
+from ktune.cli.logs import log_to_stderr
 from ktune.tuner.bounds import MAX_CONCURRENCY, MAX_LEASE_S, MAX_POLL_S
 from ktune.tuner.sources import BACKENDS, backend_unavailable
 
@@ -86,6 +87,7 @@ def worker(
         drain=drain,
         backends=settings.runner_backends or None,
     )
+    log_to_stderr("info")  # job starts and ends, lost leases
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

@@ -194,3 +194,25 @@ def test_dashboard_shows_convergence_and_follows_a_running_job(
         assert errors == []
         server.http.post(f"/v1/jobs/{live['id']}/cancel", headers=AUTH)
         page.close()
+
+
+def test_api_docs_render_offline_from_the_servers_own_assets(browser: Any, tmp_path: Path) -> None:
+    """``/docs`` draws every route with no request leaving the server (no CDN)."""
+    with Server(f"sqlite:///{tmp_path / 'docs.db'}", concurrency=0) as server:
+        page = browser.new_page()
+        elsewhere: list[str] = []
+
+        def only_the_server(route: Any) -> None:
+            if route.request.url.startswith(server.url):
+                route.continue_()
+            else:
+                elsewhere.append(route.request.url)
+                route.abort()
+
+        page.route("**/*", only_the_server)
+        page.goto(f"{server.url}docs")
+        page.wait_for_selector(".opblock-summary-path")
+        paths = {p.get_attribute("data-path") for p in page.locator(".opblock-summary-path").all()}
+        assert {"/v1/jobs", "/v1/best"} <= paths
+        assert elsewhere == []
+        page.close()
