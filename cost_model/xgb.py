@@ -180,7 +180,8 @@ class XGBCostModel(CostModel):
             share = sizes[t] / (sizes[t] + self.target_half_weight_at)
             totals[t] = share / (1.0 - share) * sources if sources > 0 else 1.0
         w = (totals / sizes)[ids]
-        return w * (len(w) / w.sum())
+        weights: np.ndarray = w * (len(w) / w.sum())
+        return weights
 
     # --- training
 
@@ -327,7 +328,8 @@ class XGBCostModel(CostModel):
 def _group_ptr(qid: np.ndarray) -> np.ndarray:
     """Row offsets where each group starts (qid sorted), and the end."""
     starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]])
-    return np.r_[starts, len(qid)].astype(np.uint32)
+    bounds: np.ndarray = np.r_[starts, len(qid)].astype(np.uint32)
+    return bounds
 
 
 def _group_weights(w: np.ndarray, qid: np.ndarray) -> np.ndarray:

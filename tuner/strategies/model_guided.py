@@ -270,7 +270,7 @@ class ModelGuided(Strategy):
         return score + self.beta * uncertainty
 
     def best_measured(self, k: int) -> np.ndarray:
-        ok = sorted((o.time_ms, i) for i, o in self._obs.items() if o.ok)  # type: ignore[misc]
+        ok = sorted((o.time_ms, i) for i, o in self._obs.items() if o.ok)
         return np.array([i for _, i in ok[:k]], dtype=np.int64)
 
     def top_predicted(self, k: int, taken: set[int]) -> np.ndarray:

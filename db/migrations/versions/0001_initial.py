@@ -12,6 +12,7 @@ foreign key added once trial exists (job -> trial -> job is a cycle).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
@@ -29,7 +30,7 @@ def _in(column: str, values: tuple[str, ...]) -> str:
     return f"{column} IN ({', '.join(repr(v) for v in values)})"
 
 
-def _timestamp(name: str, nullable: bool = False) -> sa.Column:
+def _timestamp(name: str, nullable: bool = False) -> sa.Column[Any]:
     return sa.Column(name, sa.DateTime(timezone=True), nullable=nullable)
 
 
