@@ -20,9 +20,8 @@ similarity to the target (:mod:`cost_model.similarity`: spec embedding distance 
 agreement with the target's own measurements as they accumulate), and the target group's
 share of the total weight is ``n_t / (n_t + target_half_weight_at)`` (10 trials: 1/6, 30
 trials: 3/8, 150 trials: 3/4). That is how, in transfer, target trials weigh more as they
-arrive. On the recorded spaces, a target-indicator column (letting trees fit the target
-apart) made the rankings with 10-30 target trials worse, and the share's half point (15 vs
-50 trials) made no material difference (docs/benchmarks.md).
+arrive; no column marks the target's rows, only their weight sets them apart (what was
+compared: docs/benchmarks.md, "cost_model/xgb.py").
 
 Uncertainty. ``n_members`` boosters, each fitted with Poisson(1) bootstrap weights (a
 resampling of the rows without copying them); the score is their mean, the uncertainty their
@@ -34,9 +33,8 @@ model has not seen, add to a group that had fewer than ``sparse_group`` samples 
 by ``refit_growth`` (10%) since the last fit. Otherwise the samples are only stored.
 
 Threads. ``nthread=1`` by default: ktune shares its machine with measurement workers and
-other jobs, and XGBoost's OpenMP threads spin-wait for busy cores; on the 2-core development
-VM under load, one thread fitted the 10^4-record ensemble 2-4x faster than two
-(docs/benchmarks.md). Pass ``nthread`` for a dedicated machine.
+other jobs, and XGBoost's OpenMP threads spin-wait for busy cores, so more threads than free
+cores make a fit slower, not faster. Pass ``nthread`` for a dedicated machine.
 
 ``xgboost`` is imported inside the functions that need it.
 """
