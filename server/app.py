@@ -26,6 +26,7 @@ from ktune.server.limits import BodyLimit
 from ktune.server.recordings import RecordingCatalog
 from ktune.server.routers import best, devices, health, jobs, metrics, recordings, spaces
 from ktune.server.settings import Settings
+from ktune.server.submissions import environment
 from ktune.server.telemetry import Telemetry
 from ktune.tuner.runner import Runner
 
@@ -47,6 +48,7 @@ def create_app(settings: Settings | None = None, *, tlog: TuningLog | None = Non
     settings = settings or Settings.load()
     owns_log = tlog is None
     tlog = tlog or TuningLog.open(settings.database_url)
+    catalog = RecordingCatalog(settings.recordings_dir)
     runner = (
         Runner(
             tlog,
@@ -54,6 +56,7 @@ def create_app(settings: Settings | None = None, *, tlog: TuningLog | None = Non
             lease_s=settings.lease_seconds,
             poll_s=settings.poll_seconds,
             backends=settings.runner_backends or None,
+            environment=environment(catalog),  # reads recordings through the catalog's cache
         )
         if settings.runner_concurrency > 0
         else None
@@ -81,7 +84,7 @@ def create_app(settings: Settings | None = None, *, tlog: TuningLog | None = Non
     )
     app.state.settings = settings
     app.state.tlog = tlog
-    app.state.catalog = RecordingCatalog(settings.recordings_dir)
+    app.state.catalog = catalog
     app.state.runner = runner
     app.state.telemetry = Telemetry(tlog, lambda: runner.status() if runner else None)
 

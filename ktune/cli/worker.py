@@ -58,7 +58,8 @@ def worker(
     A job whose runner died is resumed from its trials once its lease expires. SIGTERM or
     Ctrl-C stops after the current batch and puts unfinished jobs back in the queue.
     """
-    from ktune.server import Runner, Settings
+    from ktune.server import Settings
+    from ktune.tuner.runner import Runner
 
     if concurrency < 1:
         raise CliError(f"--concurrency must be >= 1, got {concurrency}")

@@ -85,7 +85,16 @@ def _job_with_predictions(path: Path) -> int:
             wl.key, wl.operator, wl.shape, space=source.space.to_dict()
         )
         spec = JobSpec(
-            workload.id, device.id, "replay", "random", 0, 4, 12, None, None, source.options()
+            workload.id,
+            device.id,
+            "replay",
+            "random",
+            0,
+            4,
+            12,
+            None,
+            None,
+            source.options.to_json(),
         )
         job = tlog.create_job(spec, state="running")
         rows = [
