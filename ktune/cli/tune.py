@@ -305,6 +305,12 @@ or resume a job."""
             )
         source = open_source(options)
     job_request = JobRequest(source, strategy, limits, seed=seed, batch_size=batch)
+    if budget is None and not quiet:
+        err.print(
+            f"no --budget: measuring until all {len(source.space)} configs are measured "
+            "or another limit stops it",
+            markup=False,
+        )
     tlog = open_log(db)
     with tlog:
         job = submit(tlog, job_request, run_here=True)
@@ -431,9 +437,10 @@ def _summary(
     )
     if ok:
         best = min(ok, key=lambda t: (t.time_ms, t.seq))
+        # numbered as `ktune trials` numbers it (its "#" column, from 0)
         line = (
             f"  best          {format_ms(best.time_ms)} "
-            f"at measurement {best.seq + 1 if best.seq is not None else '?'}"
+            f"at trial #{best.seq if best.seq is not None else '?'}"
         )
         if optimum_ms and best.time_ms is not None:  # always set: `ok` keeps timed trials only
             line += (
