@@ -36,11 +36,11 @@ sys.path.insert(0, str(ROOT))
 
 from ktune.db import TuningLog
 from ktune.tuner.budget import Budget
-from ktune.tuner.cpu_source import CpuSource
 from ktune.tuner.jobs import JobRequest, create_job, run_job
 from ktune.tuner.measure.cpu_detect import cpu_spec
 from ktune.tuner.measure.cpu_worker import compiler_from_env
 from ktune.tuner.measure.timing import TimingSettings, repeat_timed
+from ktune.tuner.sources import SourceRequest, open_source, request_options
 
 
 def run(
@@ -63,7 +63,8 @@ def run(
         shutil.copy(template, db)
     started = time.perf_counter()
     with TuningLog.open(f"sqlite:///{db}") as tlog:
-        source = CpuSource.open(op, shape, dtype, layout)
+        request = SourceRequest(operator=op, shape=shape, dtype=dtype, layout=layout)
+        source = open_source(request_options(request))
         job = create_job(tlog, JobRequest(source, strategy, Budget(max_trials=budget), seed=seed))
         outcome = run_job(tlog, job.id, source=source)
         times = [t.time_ms if t.time_ms is not None else np.inf for t in tlog.job_trials(job.id)]

@@ -6,8 +6,9 @@
 - :mod:`cost_model.features` - :class:`FeatureExtractor` over (config, workload, device).
 - :mod:`cost_model.model` / :mod:`cost_model.xgb` - the :class:`CostModel` interface and the
   XGBoost ensemble (``xgboost`` is imported only when a model trains, predicts or loads).
-- :mod:`cost_model.transfer` - :class:`TransferModel`: rank a device's space from the log,
-  zero-shot or with the target's own trials.
+- :mod:`cost_model.transfer` - :class:`TransferModel`: rank a device's space from samples of
+  other devices and workloads (``ktune.tuner.training`` reads them from the log), zero-shot or
+  with the target's own trials.
 """
 
 from __future__ import annotations

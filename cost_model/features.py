@@ -309,7 +309,8 @@ class FeatureExtractor:
         out = np.hstack(cols)
         if out.shape[1] != len(self.names):
             raise FeatureError(f"computed {out.shape[1]} features, schema has {len(self.names)}")
-        return np.nan_to_num(out, nan=0.0, posinf=0.0, neginf=0.0)
+        finite: np.ndarray = np.nan_to_num(out, nan=0.0, posinf=0.0, neginf=0.0)
+        return finite
 
     def _device_columns(
         self,

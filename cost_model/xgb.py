@@ -20,9 +20,8 @@ similarity to the target (:mod:`cost_model.similarity`: spec embedding distance 
 agreement with the target's own measurements as they accumulate), and the target group's
 share of the total weight is ``n_t / (n_t + target_half_weight_at)`` (10 trials: 1/6, 30
 trials: 3/8, 150 trials: 3/4). That is how, in transfer, target trials weigh more as they
-arrive. On the recorded spaces, a target-indicator column (letting trees fit the target
-apart) made the rankings with 10-30 target trials worse, and the share's half point (15 vs
-50 trials) made no material difference (docs/benchmarks.md).
+arrive; no column marks the target's rows, only their weight sets them apart (what was
+compared: docs/benchmarks.md, "cost_model/xgb.py").
 
 Uncertainty. ``n_members`` boosters, each fitted with Poisson(1) bootstrap weights (a
 resampling of the rows without copying them); the score is their mean, the uncertainty their
@@ -34,9 +33,8 @@ model has not seen, add to a group that had fewer than ``sparse_group`` samples 
 by ``refit_growth`` (10%) since the last fit. Otherwise the samples are only stored.
 
 Threads. ``nthread=1`` by default: ktune shares its machine with measurement workers and
-other jobs, and XGBoost's OpenMP threads spin-wait for busy cores; on the 2-core development
-VM under load, one thread fitted the 10^4-record ensemble 2-4x faster than two
-(docs/benchmarks.md). Pass ``nthread`` for a dedicated machine.
+other jobs, and XGBoost's OpenMP threads spin-wait for busy cores, so more threads than free
+cores make a fit slower, not faster. Pass ``nthread`` for a dedicated machine.
 
 ``xgboost`` is imported inside the functions that need it.
 """
@@ -180,7 +178,8 @@ class XGBCostModel(CostModel):
             share = sizes[t] / (sizes[t] + self.target_half_weight_at)
             totals[t] = share / (1.0 - share) * sources if sources > 0 else 1.0
         w = (totals / sizes)[ids]
-        return w * (len(w) / w.sum())
+        weights: np.ndarray = w * (len(w) / w.sum())
+        return weights
 
     # --- training
 
@@ -327,7 +326,8 @@ class XGBCostModel(CostModel):
 def _group_ptr(qid: np.ndarray) -> np.ndarray:
     """Row offsets where each group starts (qid sorted), and the end."""
     starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]])
-    return np.r_[starts, len(qid)].astype(np.uint32)
+    bounds: np.ndarray = np.r_[starts, len(qid)].astype(np.uint32)
+    return bounds
 
 
 def _group_weights(w: np.ndarray, qid: np.ndarray) -> np.ndarray:

@@ -195,15 +195,9 @@ def make_engine(url: str, *, read_only: bool = False) -> Engine:
                     parsed, connect_args={"check_same_thread": False}, poolclass=StaticPool
                 )
             else:
-                # A log in a folder that does not exist yet: make the folder, as for the default.
                 file = _sqlite_file(parsed)
-                try:
-                    if file is not None:
-                        file.parent.mkdir(parents=True, exist_ok=True)
-                except OSError as exc:
-                    raise DatabaseError(
-                        f"cannot use {mask_url(parsed)}: {exc.strerror or exc}"
-                    ) from exc
+                if file is not None:
+                    _check_folder(parsed, file)
                 engine = create_engine(parsed, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
             event.listen(engine, "connect", _set_sqlite_pragmas)
             return engine
@@ -213,6 +207,25 @@ def make_engine(url: str, *, read_only: bool = False) -> Engine:
         return create_engine(parsed, connect_args=connect_args, pool_pre_ping=True)
     except (ArgumentError, NoSuchModuleError, ImportError) as exc:
         raise DatabaseError(f"cannot use {mask_url(parsed)}: {_one_line(exc)}") from exc
+
+
+def _check_folder(parsed: URL, file: Path) -> None:
+    """A new SQLite log is made in a folder that exists: a mistyped path (three slashes make
+    a path relative to the current folder) must not leave folders behind. Only the default
+    log's folder, in the user's data directory, is created (:func:`default_url`)."""
+    folder = file.parent
+    if folder.is_dir():
+        return
+    if folder.exists():
+        raise DatabaseInputError(f"cannot use {mask_url(parsed)}: {folder} is not a folder")
+    hint = (
+        ""
+        if file.is_absolute()
+        else " (sqlite:///path is relative to the current folder; sqlite:////path is absolute)"
+    )
+    raise DatabaseInputError(
+        f"cannot use {mask_url(parsed)}: folder {folder} does not exist{hint}; create it first"
+    )
 
 
 def _read_only_engine(parsed: URL) -> Engine:

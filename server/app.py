@@ -1,29 +1,40 @@
-"""The FastAPI app: API under ``/v1``, the dashboard at ``/``, the runner in the background."""
+"""The FastAPI app: API under ``/v1``, the dashboard at ``/``, the runner in the background.
+
+``/docs`` is Swagger UI served from the installed ``fastapi-swagger`` package's copy of its
+assets (no CDN: the page works offline, as the dashboard does); ``/openapi.json`` is the
+schema it reads. Every request is logged in one line (:mod:`ktune.server.access_log`).
+"""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from importlib import resources
 from pathlib import Path
 
 import anyio
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 from ktune.db import DatabaseError, TuningLog
+from ktune.server.access_log import AccessLog
 from ktune.server.errors import database_unavailable, validation_failed
 from ktune.server.limits import BodyLimit
 from ktune.server.recordings import RecordingCatalog
 from ktune.server.routers import best, devices, health, jobs, metrics, recordings, spaces
 from ktune.server.settings import Settings
+from ktune.server.submissions import environment
 from ktune.server.telemetry import Telemetry
 from ktune.tuner.runner import Runner
 
-__all__ = ["STATIC", "create_app"]
+__all__ = ["STATIC", "SWAGGER_UI", "create_app"]
 
 STATIC = Path(__file__).resolve().parent / "static"
+#: Swagger UI's script, style sheet and icon, as the fastapi-swagger package ships them
+SWAGGER_UI = Path(str(resources.files("fastapi_swagger") / "resources"))
 _SHUTDOWN_GRACE_S = 10.0
 
 
@@ -37,6 +48,7 @@ def create_app(settings: Settings | None = None, *, tlog: TuningLog | None = Non
     settings = settings or Settings.load()
     owns_log = tlog is None
     tlog = tlog or TuningLog.open(settings.database_url)
+    catalog = RecordingCatalog(settings.recordings_dir)
     runner = (
         Runner(
             tlog,
@@ -44,6 +56,7 @@ def create_app(settings: Settings | None = None, *, tlog: TuningLog | None = Non
             lease_s=settings.lease_seconds,
             poll_s=settings.poll_seconds,
             backends=settings.runner_backends or None,
+            environment=environment(catalog),  # reads recordings through the catalog's cache
         )
         if settings.runner_concurrency > 0
         else None
@@ -66,10 +79,12 @@ def create_app(settings: Settings | None = None, *, tlog: TuningLog | None = Non
         summary="Tuning jobs, their convergence, and the best kernel configs for build systems.",
         version=_version(),
         lifespan=lifespan,
+        docs_url=None,  # served below from local assets, not from a CDN
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.tlog = tlog
-    app.state.catalog = RecordingCatalog(settings.recordings_dir)
+    app.state.catalog = catalog
     app.state.runner = runner
     app.state.telemetry = Telemetry(tlog, lambda: runner.status() if runner else None)
 
@@ -82,8 +97,20 @@ def create_app(settings: Settings | None = None, *, tlog: TuningLog | None = Non
         max_bytes=settings.max_body_bytes,
         per_path={recordings.router.prefix: settings.max_upload_bytes},
     )
+    app.add_middleware(AccessLog)
 
+    app.mount("/static/swagger", StaticFiles(directory=SWAGGER_UI), name="swagger")
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.get("/docs", include_in_schema=False)
+    def api_docs() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url or "/openapi.json",
+            title="ktune API",
+            swagger_js_url="/static/swagger/swagger-ui-bundle.js",
+            swagger_css_url="/static/swagger/swagger-ui.css",
+            swagger_favicon_url="/static/swagger/favicon-32x32.png",
+        )
 
     @app.get("/", include_in_schema=False)
     def dashboard() -> FileResponse:

@@ -78,7 +78,7 @@ class RecordingCatalog:
 
     def load(self, name: str) -> RecordedSpace:
         """The recording ``name``; FormatError when its file cannot be read."""
-        return self._load(self.resolve(name).path)
+        return self.read(self.resolve(name).path)
 
     def by_path(self, path: str | Path) -> tuple[str, RecordedSpace] | None:
         """Name and recording of the catalog file at ``path``, or None for any other file.
@@ -93,11 +93,15 @@ class RecordingCatalog:
         if name is None:
             return None
         try:
-            return name, self._load(wanted)
+            return name, self.read(wanted)
         except FormatError:
             return None
 
-    def _load(self, path: Path) -> RecordedSpace:
+    def read(self, path: Path) -> RecordedSpace:
+        """The recording at ``path``, through the cache; FormatError when it cannot be read.
+
+        For paths the service chose: a catalog entry's, or one a job stored (the jobs' source
+        reader, so that a job's recording is parsed once, when it is submitted)."""
         try:
             stat = path.stat()
         except OSError as exc:

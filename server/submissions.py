@@ -1,10 +1,14 @@
-"""Turn a ``POST /v1/jobs`` body into a job, validated by the same code as ``ktune tune``.
+"""Turn a ``POST /v1/jobs`` body into a job, through the same factory as ``ktune tune``.
 
-Every check runs before anything is written; a failed check is a :class:`FieldError` naming
-the field of the request, which the router answers with 422. An operator job's GPU is probed on
-the server's Ray cluster first; a cluster that offers none in time is a
-:class:`~tuner.measure.base.BackendError` (503). A CPU operator's job (``cpu_matmul``) is built
-for the server's CPU and needs a C compiler there (503 without one).
+This module maps the body's fields onto a ``SourceRequest`` and the factory's errors back onto
+the fields; which source a request means, how it is validated and how the job is recorded are
+``tuner.sources`` and ``tuner.lifecycle``'s. Every check runs before anything is written; a
+failed check is a :class:`FieldError` naming the field of the request, which the router
+answers with 422. An operator job's GPU is probed on the server's Ray cluster first; a
+cluster that offers none in time is a :class:`~ktune.tuner.measure.base.BackendError` (503). A
+CPU operator's job (``cpu_matmul``) is built for the server's CPU and needs a C compiler there
+(503 without one). A recording is read once, through the catalog's cache, which the server's
+runner reads through too.
 """
 
 from __future__ import annotations
@@ -15,15 +19,24 @@ from ktune.search_space.formats import FormatError
 from ktune.search_space.operators import cpu as cpu_operators
 from ktune.server.recordings import RecordingCatalog, UnknownRecording
 from ktune.server.schemas.jobs import JobCreate
+from ktune.tuner import lifecycle
 from ktune.tuner.budget import Budget, BudgetError
-from ktune.tuner.cpu_source import CpuSource
-from ktune.tuner.jobs import JobError, JobRequest, create_job
+from ktune.tuner.jobs import JobError, JobRequest
 from ktune.tuner.measure import ray_pool
 from ktune.tuner.measure.ray_pool import RayPlacement
-from ktune.tuner.sources import OperatorSource, ReplaySource
+from ktune.tuner.sources import (
+    Environment,
+    ReplaySource,
+    Source,
+    SourceKind,
+    SourceRequest,
+    kind_of,
+    open_source,
+    request_options,
+)
 from ktune.tuner.strategies import StrategyError
 
-__all__ = ["PROBE_TIMEOUT_S", "FieldError", "build_request", "submit"]
+__all__ = ["PROBE_TIMEOUT_S", "FieldError", "build_request", "environment", "submit"]
 
 #: how long a submission waits for the Ray cluster to offer the GPU an operator job asks for
 PROBE_TIMEOUT_S = 30.0
@@ -35,6 +48,15 @@ class FieldError(ValueError):
     def __init__(self, field: tuple[str, ...], message: str) -> None:
         super().__init__(message)
         self.field = field
+
+
+def environment(catalog: RecordingCatalog) -> Environment:
+    """Where the service's jobs find what they need: recordings through ``catalog``'s cache,
+    and a Ray cluster's GPU within ``PROBE_TIMEOUT_S``."""
+    return Environment(
+        read_recording=catalog.read,
+        ray_gpu=lambda p: ray_pool.detect_device(p, timeout_s=PROBE_TIMEOUT_S),
+    )
 
 
 def build_request(
@@ -49,13 +71,11 @@ def build_request(
         )
     except BudgetError as exc:
         raise FieldError(("budget",), str(exc)) from None
-    source: ReplaySource | OperatorSource | CpuSource
-    if body.space is not None:
-        source = _replayed(body, catalog)
-    elif body.operator in cpu_operators.names():
-        source = _on_this_cpu(body)
-    else:
-        source = _on_ray(body, ray_address)
+    source = (
+        _replayed(body, catalog)
+        if body.space is not None
+        else _operator(body, catalog, ray_address)
+    )
     try:
         return JobRequest(source, body.strategy, budget, seed=body.seed, batch_size=body.batch_size)
     except StrategyError as exc:
@@ -64,16 +84,18 @@ def build_request(
         raise FieldError(("batch_size",), str(exc)) from None
 
 
-def _replayed(body: JobCreate, catalog: RecordingCatalog) -> ReplaySource:
+def _replayed(body: JobCreate, catalog: RecordingCatalog) -> Source:
     assert body.space is not None
     try:
         info = catalog.resolve(body.space)
     except UnknownRecording as exc:
         raise FieldError(("space",), str(exc)) from None
+    request = SourceRequest(
+        replay=info.path, constraints=tuple(body.constraints), speed=body.replay_speed
+    )
     try:
-        catalog.load(body.space)  # through the catalog: any reader error is a FormatError there
-        source = ReplaySource.open(info.path, constraints=body.constraints, speed=body.replay_speed)
-    except FormatError as exc:
+        source = open_source(request_options(request), environment(catalog))
+    except FormatError as exc:  # the catalog reports any problem of the file as a FormatError
         raise FieldError(
             ("space",), f"recorded space {body.space!r} cannot be read: {exc.problem}"
         ) from None
@@ -83,7 +105,8 @@ def _replayed(body: JobCreate, catalog: RecordingCatalog) -> ReplaySource:
         raise FieldError(
             ("constraints",), f"no configuration of {body.space!r} satisfies the constraints"
         )
-    recorded_on = source.recording.device_name
+    assert isinstance(source, ReplaySource)
+    recorded_on = source.device_name
     if body.device is not None and body.device != recorded_on:
         raise FieldError(
             ("device",),
@@ -93,59 +116,55 @@ def _replayed(body: JobCreate, catalog: RecordingCatalog) -> ReplaySource:
     return source
 
 
-def _on_ray(body: JobCreate, ray_address: str | None) -> OperatorSource:
-    """An operator job measured on the Ray cluster: its GPU is probed there now (up to
-    ``PROBE_TIMEOUT_S``), since the space depends on that GPU's limits."""
-    assert body.operator is not None and body.shape is not None
-    if body.operator not in operators.names():  # custom operators need a T1 file: CLI only
-        known = [*operators.names(), *cpu_operators.names()]
-        raise FieldError(
-            ("operator",), f"unknown operator {body.operator!r} (choose from: {', '.join(known)})"
-        )
-    if ray_address is None:
-        raise FieldError(
-            ("operator",),
-            "this server measures no GPUs: GPU operator jobs run on a Ray cluster "
-            "(start the server with KTUNE_RAY_ADDRESS); CPU operators "
-            f"({', '.join(cpu_operators.names())}) run on the runners' CPUs",
-        )
-    try:
-        operators.get(body.operator).workload(body.shape, body.dtype, body.layout)
-    except ValueError as exc:
-        raise FieldError(("shape",), str(exc)) from None
-    placement = RayPlacement(ray_address, body.gpu_workers, body.gpu_type)
-    try:
-        return OperatorSource.open(
-            body.operator,
-            body.shape,
-            body.dtype,
-            body.layout,
-            constraints=body.constraints,
-            ray=placement,
-            detect=lambda: [ray_pool.detect_device(placement, timeout_s=PROBE_TIMEOUT_S)],
-        )
-    except ValueError as exc:  # a constraint that does not parse, or leaves no config (SourceError)
-        raise FieldError(("constraints",), str(exc)) from None
-
-
-def _on_this_cpu(body: JobCreate) -> CpuSource:
-    """A CPU operator job, measured on the CPU of whichever runner takes ``cpu`` jobs; the
-    space is built for the server's CPU, so a runner on another CPU refuses it."""
+def _operator(body: JobCreate, catalog: RecordingCatalog, ray_address: str | None) -> Source:
+    """An operator's job: a CPU operator's on the CPU of whichever runner takes ``cpu`` jobs
+    (its space built for the server's CPU, so a runner on another CPU refuses it); a GPU
+    operator's on the Ray cluster, whose GPU is probed now (up to ``PROBE_TIMEOUT_S``), since
+    the space depends on that GPU's limits."""
     assert body.operator is not None
-    given = [name for name in ("gpu_type", "gpu_workers") if name in body.model_fields_set]
-    if given:
-        raise FieldError(
-            (given[0],),
-            f"{body.operator} runs on a CPU: {', '.join(given)} go(es) with GPU operators",
+    request = SourceRequest(
+        operator=body.operator,
+        shape=body.shape,
+        dtype=body.dtype,
+        layout=body.layout,
+        constraints=tuple(body.constraints),
+    )
+    kind = kind_of(request)
+    if kind is SourceKind.CPU:
+        given = [name for name in ("gpu_type", "gpu_workers") if name in body.model_fields_set]
+        if given:
+            raise FieldError(
+                (given[0],),
+                f"{body.operator} runs on a CPU: {', '.join(given)} go(es) with GPU operators",
+            )
+    else:
+        if body.operator not in operators.names():  # custom operators need a T1 file: CLI only
+            known = [*operators.names(), *cpu_operators.names()]
+            raise FieldError(
+                ("operator",),
+                f"unknown operator {body.operator!r} (choose from: {', '.join(known)})",
+            )
+        if ray_address is None:
+            raise FieldError(
+                ("operator",),
+                "this server measures no GPUs: GPU operator jobs run on a Ray cluster "
+                "(start the server with KTUNE_RAY_ADDRESS); CPU operators "
+                f"({', '.join(cpu_operators.names())}) run on the runners' CPUs",
+            )
+        request = SourceRequest(
+            operator=body.operator,
+            shape=body.shape,
+            dtype=body.dtype,
+            layout=body.layout,
+            ray=RayPlacement(ray_address, body.gpu_workers, body.gpu_type),
+            constraints=tuple(body.constraints),
         )
     try:
-        cpu_operators.get(body.operator).workload(body.shape or "", body.dtype, body.layout)
-    except ValueError as exc:
+        options = request_options(request)
+    except ValueError as exc:  # the operator's shape, dtype or layout
         raise FieldError(("shape",), str(exc)) from None
     try:
-        return CpuSource.open(
-            body.operator, body.shape, body.dtype, body.layout, constraints=body.constraints
-        )
+        return open_source(options, environment(catalog))
     except ValueError as exc:  # a constraint that does not parse, or leaves no config (SourceError)
         raise FieldError(("constraints",), str(exc)) from None
 
@@ -154,4 +173,4 @@ def submit(
     body: JobCreate, tlog: TuningLog, catalog: RecordingCatalog, ray_address: str | None = None
 ) -> JobRecord:
     """Validate ``body`` and record the queued job."""
-    return create_job(tlog, build_request(body, catalog, ray_address))
+    return lifecycle.submit(tlog, build_request(body, catalog, ray_address))

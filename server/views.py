@@ -5,6 +5,13 @@ from __future__ import annotations
 from ktune.db import JobRecord, TrialRecord
 from ktune.server.recordings import RecordingCatalog
 from ktune.server.schemas.jobs import BudgetOut, JobOut, SpaceRef, TrialOut
+from ktune.tuner.sources import (
+    CustomOptions,
+    JobOptions,
+    RayOptions,
+    ReplayOptions,
+    SourceError,
+)
 
 __all__ = ["job_out", "progress", "trial_out"]
 
@@ -23,11 +30,18 @@ def progress(job: JobRecord) -> float | None:
     return None
 
 
-def _space(job: JobRecord, catalog: RecordingCatalog) -> SpaceRef | None:
-    path = job.spec.options.get("replay")
-    if not isinstance(path, str):
+def _options(job: JobRecord) -> JobOptions | None:
+    """The job's typed options; None for a job with none of a tuning source (an import)."""
+    try:
+        return JobOptions.from_json(job.spec.backend, job.spec.options)
+    except SourceError:
         return None
-    found = catalog.by_path(path)
+
+
+def _space(options: JobOptions | None, catalog: RecordingCatalog) -> SpaceRef | None:
+    if options is None or not isinstance(options.source, ReplayOptions):
+        return None
+    found = catalog.by_path(options.source.recording)
     if found is None:
         return None
     name, recording = found
@@ -39,6 +53,9 @@ def _space(job: JobRecord, catalog: RecordingCatalog) -> SpaceRef | None:
 
 def job_out(job: JobRecord, catalog: RecordingCatalog) -> JobOut:
     spec = job.spec
+    options = _options(job)
+    source = options.source if options else None
+    placement = source.placement if isinstance(source, RayOptions | CustomOptions) else None
     return JobOut(
         id=job.id,
         state=job.state,  # type: ignore[arg-type]
@@ -52,19 +69,19 @@ def job_out(job: JobRecord, catalog: RecordingCatalog) -> JobOut:
             trials=spec.budget_trials,
             seconds=spec.budget_seconds,
             target_ms=spec.target_ms,
-            patience=spec.options.get("patience"),
+            patience=options.patience if options else None,
         ),
-        constraints=[str(c) for c in spec.options.get("constraints") or ()],
-        replay_speed=spec.options.get("replay_speed"),
-        gpu_type=(spec.options.get("ray") or {}).get("gpu_type"),
-        gpu_workers=(spec.options.get("ray") or {}).get("workers"),
+        constraints=list(source.constraints) if source else [],
+        replay_speed=source.speed if isinstance(source, ReplayOptions) else None,
+        gpu_type=placement.gpu_type if placement else None,
+        gpu_workers=placement.workers if placement else None,
         n_trials=job.n_trials,
         progress=progress(job),
         best_time_ms=job.best_time_ms,
         best_trial=job.best_seq,
         best_config=job.best_config,
         clock_s=job.clock_s,
-        space=_space(job, catalog),
+        space=_space(options, catalog),
         error=job.error,
         cancel_requested=job.cancel_requested,
         runner=job.claimed_by,

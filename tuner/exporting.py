@@ -64,6 +64,6 @@ def _extended(p: Parameter, values: Sequence[Value]) -> Parameter:
 
 def _sorted(values: Sequence[Value]) -> list[Value]:
     try:
-        return sorted(values)  # type: ignore[type-var]
+        return sorted(values)
     except TypeError:  # values of mixed kinds: Parameter reports that
         return list(values)

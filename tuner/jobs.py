@@ -1,7 +1,9 @@
-"""Tuning jobs against the tuning log: create one, run it, resume it after any stop.
+"""Tuning jobs against the tuning log: record one, run it, resume it after any stop.
 
 A job is run only from what the log holds (its spec, options and trials), so ``run_job`` is
 the same code for a new job and for one resumed after Ctrl-C, ``kill -9`` or a server restart.
+Front ends do not call these directly but through ``tuner.lifecycle`` (submit, run here,
+resume, cancel); the runner (``tuner.runner``) calls :func:`run_job` for the jobs it claims.
 """
 
 from __future__ import annotations
@@ -9,17 +11,17 @@ from __future__ import annotations
 import logging
 import platform
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from ktune.db import JobRecord, JobSpec, TrialIn, TuningLog
+from ktune.db import JobRecord, JobSpec, LeaseLost, TrialIn, TuningLog
 from ktune.tuner import strategies
 from ktune.tuner.budget import Budget
 from ktune.tuner.context import search_context
 from ktune.tuner.holder import live_holder
-from ktune.tuner.loop import Batch, Outcome, Tuner, TunerState
+from ktune.tuner.loop import Batch, Outcome, Stop, StopCheck, Tuner, TunerState
 from ktune.tuner.measure.base import Backend
 from ktune.tuner.resume import restore
-from ktune.tuner.sources import Source, SourceError, open_source
+from ktune.tuner.sources import Environment, JobOptions, Source, SourceError, open_source
 from ktune.tuner.strategies.base import Strategy
 
 __all__ = ["JobError", "JobRequest", "budget_of", "create_job", "run_job", "toolchain"]
@@ -33,8 +35,7 @@ class JobError(ValueError):
 
 @dataclass(frozen=True)
 class JobRequest:
-    """A validated request for a job on a source (:class:`~tuner.sources.ReplaySource`,
-    :class:`~tuner.sources.OperatorSource`)."""
+    """A validated request for a job on an opened source (``tuner.sources.open_source``)."""
 
     source: Source
     strategy: str
@@ -65,19 +66,29 @@ def _device_versions(source: Source) -> dict[str, str]:
     return {k: str(spec[k]) for k in ("cuda_runtime", "cuda_driver", "compiler") if k in spec}
 
 
-def budget_of(job: JobRecord) -> Budget:
+def job_options(job: JobRecord) -> JobOptions:
+    """The typed options of ``job``; a :class:`JobError` when they cannot be read."""
+    try:
+        return JobOptions.from_json(job.spec.backend, job.spec.options)
+    except SourceError as exc:
+        raise JobError(f"job {job.id}: {exc}") from None
+
+
+def budget_of(job: JobRecord, options: JobOptions | None = None) -> Budget:
+    """The budget ``job`` was created with (its patience is in its ``options``)."""
+    options = options or job_options(job)
     return Budget(
         max_trials=job.spec.budget_trials,
         max_seconds=job.spec.budget_seconds,
         target_ms=job.spec.target_ms,
-        patience=job.spec.options.get("patience"),
+        patience=options.patience,
     )
 
 
 def create_job(tlog: TuningLog, request: JobRequest, *, state: str = "queued") -> JobRecord:
     """Record a job; nothing is measured yet. ``queued`` jobs are for runners to claim; a
-    caller that runs the job itself at once (the CLI) creates it ``running``, so no runner
-    sharing the log can claim it in between."""
+    caller that runs the job itself at once creates it ``running``, so no runner sharing the
+    log can claim it in between. Its options are its source's, pinned, and the patience."""
     source = request.source
     spec = source.device_spec
     if spec:
@@ -90,9 +101,7 @@ def create_job(tlog: TuningLog, request: JobRequest, *, state: str = "queued") -
     workload = tlog.get_or_create_workload(
         wl.key, wl.operator, wl.shape, wl.dtype, wl.layout, space=source.space.to_dict()
     )
-    options = source.options()
-    if request.budget.patience is not None:
-        options["patience"] = request.budget.patience
+    options = JobOptions(source.options, patience=request.budget.patience)
     job_spec = JobSpec(
         workload_id=workload.id,
         device_id=device.id,
@@ -103,20 +112,32 @@ def create_job(tlog: TuningLog, request: JobRequest, *, state: str = "queued") -
         budget_trials=request.budget.max_trials,
         budget_seconds=request.budget.max_seconds,
         target_ms=request.budget.target_ms,
-        options=options,
+        options=options.to_json(),
     )
     return tlog.create_job(job_spec, state=state)
 
 
+@dataclass(frozen=True)
+class _Prepared:
+    source: Source
+    budget: Budget
+    strategy: Strategy
+    state: TunerState
+    backend: Backend
+    versions: dict[str, str]
+
+
 def _prepare(
-    tlog: TuningLog, job: JobRecord, source: Source | None
-) -> tuple[Source, Strategy, TunerState, Backend, dict[str, str]]:
-    """What running ``job`` takes: its source, its strategy restored from its trials (and the
-    loop state), the measurement backend and the toolchain versions its trials record."""
+    tlog: TuningLog, job: JobRecord, source: Source | None, environment: Environment | None
+) -> _Prepared:
+    """What running ``job`` takes: its source (opened from its options unless given), its
+    budget, its strategy restored from its trials (and the loop state), the measurement
+    backend and the toolchain versions its trials record."""
     job_id = job.id
+    options = job_options(job)
     if source is None:
         try:
-            source = open_source(job.spec.backend, job.spec.options)
+            source = open_source(options.source, environment)
         except SourceError as exc:
             raise JobError(f"job {job_id}: {exc}") from None
     space, spec = source.space, job.spec
@@ -137,7 +158,7 @@ def _prepare(
         )
     backend = source.backend()
     versions = {**toolchain(), **_device_versions(source)}
-    return source, strategy, state, backend, versions
+    return _Prepared(source, budget_of(job, options), strategy, state, backend, versions)
 
 
 def run_job(
@@ -145,17 +166,24 @@ def run_job(
     job_id: int,
     *,
     source: Source | None = None,
+    environment: Environment | None = None,
     on_batch: Sequence[Callable[[Batch], None]] = (),
-    should_stop: Callable[[], bool] | None = None,
+    check_stop: StopCheck | None = None,
     holder: str | None = None,
 ) -> Outcome:
-    """Run (or resume) job ``job_id`` until its budget stops it.
+    """Run (or resume) job ``job_id`` until its budget or ``check_stop`` stops it.
 
-    ``holder`` names the process for a job run without a lease (``ktune tune``: see
-    ``tuner.holder``); such a job that a live process is already running is a
-    :class:`JobError`, never a second run beside the first. Ctrl-C marks the job ``cancelled``
-    and re-raises; any other error marks it ``failed``. Either way its recorded trials stay,
-    and ``run_job`` on it again resumes.
+    ``source``: the job's source, already opened (else opened from its options, finding
+    recordings and devices through ``environment``). ``holder`` names the process for a job
+    run without a lease (``ktune tune``: see ``tuner.holder``); such a job that a live process
+    is already running is a :class:`JobError`, never a second run beside the first.
+
+    The outcome's reason decides what is recorded: a budget's reason, ``done``;
+    :attr:`Stop.CANCELLED`, ``cancelled``; :attr:`Stop.SHUTDOWN`, nothing (the job stays
+    ``running`` for its runner to requeue); :attr:`Stop.LEASE_LOST` (the log refused a write:
+    another runner holds the job), nothing more. Ctrl-C marks the job ``cancelled`` and
+    re-raises; any other error marks it ``failed``. Either way its recorded trials stay, and
+    ``run_job`` on it again resumes.
     """
     job = tlog.get_job(job_id)
     if job is None:
@@ -167,14 +195,14 @@ def run_job(
         if running is not None:
             raise JobError(f"job {job_id} is running ({running}); stop it first or let it finish")
     try:
-        source, strategy, state, backend, versions = _prepare(tlog, job, source)
+        prepared = _prepare(tlog, job, source, environment)
     except BaseException as exc:  # nothing will run the job: it must not stay "running"
         if (current := tlog.get_job(job_id)) is not None and current.state == "running":
             _mark_stopped(tlog, job_id, exc)
         raise
-    space, spec = source.space, job.spec
+    space, spec, versions = prepared.source.space, job.spec, prepared.versions
 
-    def write(batch: Batch) -> None:
+    def write(batch: Batch) -> Stop | None:
         rows = [
             TrialIn(
                 config=m.config,
@@ -192,41 +220,63 @@ def run_job(
             )
             for i, (m, clock) in enumerate(zip(batch.measurements, batch.clocks_s))
         ]
-        tlog.add_trials(
-            job_id,
-            spec.workload_id,
-            spec.device_id,
-            spec.backend,
-            rows,
-            clock_s=batch.state.clock_s,
-        )
+        try:
+            tlog.add_trials(
+                job_id,
+                spec.workload_id,
+                spec.device_id,
+                spec.backend,
+                rows,
+                clock_s=batch.state.clock_s,
+            )
+        except LeaseLost:
+            return Stop.LEASE_LOST
+        return None
 
     tuner = Tuner(
         space,
-        strategy,
-        backend,
-        budget=budget_of(job),
+        prepared.strategy,
+        prepared.backend,
+        budget=prepared.budget,
         batch_size=spec.batch_size,
         sink=write,
         on_batch=on_batch,
-        should_stop=should_stop,
-        state=state,
+        check_stop=check_stop,
+        state=prepared.state,
     )
-    tlog.set_job_state(job_id, "running", holder=holder)
     try:
+        try:
+            tlog.set_job_state(job_id, "running", holder=holder)
+        except LeaseLost:
+            return Outcome(Stop.LEASE_LOST, prepared.state)
         outcome = tuner.run()
     except (KeyboardInterrupt, Exception) as exc:
         _mark_stopped(tlog, job_id, exc)
         raise
     finally:
-        backend.close()
-    tlog.set_job_state(job_id, "cancelled" if outcome.reason == "stopped" else "done", error="")
+        prepared.backend.close()
+    return _record_end(tlog, job_id, outcome)
+
+
+def _record_end(tlog: TuningLog, job_id: int, outcome: Outcome) -> Outcome:
+    """Record the job's state for how its run ended (see :func:`run_job`)."""
+    stop = outcome.stop
+    if stop is Stop.SHUTDOWN or stop is Stop.LEASE_LOST:
+        return outcome
+    try:
+        tlog.set_job_state(job_id, "cancelled" if stop is Stop.CANCELLED else "done", error="")
+    except LeaseLost:
+        return replace(outcome, reason=Stop.LEASE_LOST)
     return outcome
 
 
 def _mark_stopped(tlog: TuningLog, job_id: int, exc: BaseException) -> None:
-    """Record that ``exc`` stopped the job: cancelled on Ctrl-C, failed on anything else."""
-    if isinstance(exc, KeyboardInterrupt):
-        tlog.set_job_state(job_id, "cancelled", error="interrupted")
-    else:
-        tlog.set_job_state(job_id, "failed", error=f"{type(exc).__name__}: {exc}")
+    """Record that ``exc`` stopped the job: cancelled on Ctrl-C, failed on anything else
+    (nothing when the job is no longer this process's)."""
+    try:
+        if isinstance(exc, KeyboardInterrupt):
+            tlog.set_job_state(job_id, "cancelled", error="interrupted")
+        else:
+            tlog.set_job_state(job_id, "failed", error=f"{type(exc).__name__}: {exc}")
+    except LeaseLost:
+        log.warning("job %d stopped (%s) but is no longer this process's", job_id, exc)

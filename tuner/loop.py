@@ -3,10 +3,16 @@
 Side effects after a measurement (writing the tuning log, drawing progress) are callbacks, so
 the loop itself knows nothing of databases or terminals. The sink is called before the strategy
 is told, so a crash can lose at most the batch being measured, never a recorded one.
+
+Stopping from outside is a value, never an exception thrown through the loop: between batches
+the loop asks its ``check_stop`` for a :class:`Stop` (a cancel, a lost lease, a shutdown), and
+a sink that could not record a batch returns one (the job is no longer this process's). Either
+ends :meth:`Tuner.run`, whose :class:`Outcome` carries the reason.
 """
 
 from __future__ import annotations
 
+import enum
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -19,7 +25,7 @@ from ktune.tuner.budget import Budget
 from ktune.tuner.measure.base import Backend, Measurement
 from ktune.tuner.strategies.base import Observation, Strategy
 
-__all__ = ["Batch", "Outcome", "PastTrial", "Tuner", "TunerState"]
+__all__ = ["Batch", "Outcome", "PastTrial", "Sink", "Stop", "StopCheck", "Tuner", "TunerState"]
 
 log = logging.getLogger(__name__)
 
@@ -86,10 +92,36 @@ class TunerState:
         )
 
 
+class Stop(enum.StrEnum):
+    """Why a job stopped before its budget did, as told from outside the loop."""
+
+    #: a cancel was requested (REST API, dashboard): the job ends ``cancelled``
+    CANCELLED = "cancelled"
+    #: the job is no longer this process's (its lease went to another runner): write nothing
+    LEASE_LOST = "lease_lost"
+    #: the process running it shuts down: the job stays as it is, to be run again
+    SHUTDOWN = "shutdown"
+
+
+#: between batches: a reason to stop now, or None to go on
+StopCheck = Callable[[], Stop | None]
+#: records a batch before the strategy is told it: None, or why it could not (then the loop
+#: ends with that reason and the batch is lost, as if never measured)
+Sink = Callable[["Batch"], Stop | None]
+
+
 @dataclass(frozen=True)
 class Outcome:
-    reason: str  # budget | time | target | patience | exhausted | stopped
+    """How a run ended: ``reason`` is a budget's (``budget``, ``time``, ``target``,
+    ``patience``), ``exhausted`` (every config measured), or a :class:`Stop`."""
+
+    reason: str
     state: TunerState
+
+    @property
+    def stop(self) -> Stop | None:
+        """The :class:`Stop` that ended the run, or None when it ran to its end."""
+        return self.reason if isinstance(self.reason, Stop) else None
 
 
 class Tuner:
@@ -103,9 +135,9 @@ class Tuner:
         *,
         budget: Budget,
         batch_size: int = 1,
-        sink: Callable[[Batch], None] | None = None,
+        sink: Sink | None = None,
         on_batch: Sequence[Callable[[Batch], None]] = (),
-        should_stop: Callable[[], bool] | None = None,
+        check_stop: StopCheck | None = None,
         state: TunerState | None = None,
     ) -> None:
         if batch_size <= 0:
@@ -117,20 +149,20 @@ class Tuner:
         self.batch_size = batch_size
         self.sink = sink
         self.on_batch = tuple(on_batch)
-        self.should_stop = should_stop
+        self.check_stop = check_stop
         self.state = state or TunerState()
 
     def run(self) -> Outcome:
         state = self.state
         while True:
-            reason = self.budget.stop_reason(
+            reason: str | None = self.budget.stop_reason(
                 n_trials=state.n_trials,
                 clock_s=state.clock_s,
                 best_ms=state.best_ms,
                 since_best=state.since_best,
             )
-            if reason is None and self.should_stop is not None and self.should_stop():
-                reason = "stopped"
+            if reason is None and self.check_stop is not None:
+                reason = self.check_stop()
             if reason is not None:
                 return Outcome(reason, state)
             n = self.budget.batch_size(self.batch_size, state.n_trials)
@@ -139,7 +171,9 @@ class Tuner:
             state.tuner_s += time.perf_counter() - started
             if not indices:
                 return Outcome("exhausted", state)
-            self._measure(indices)
+            refused = self._measure(indices)
+            if refused is not None:
+                return Outcome(refused, state)
 
     def _fresh(self, indices: list[int]) -> list[int]:
         fresh: list[int] = []
@@ -150,7 +184,8 @@ class Tuner:
             fresh.append(i)
         return fresh
 
-    def _measure(self, indices: list[int]) -> None:
+    def _measure(self, indices: list[int]) -> Stop | None:
+        """Measure, record and tell one batch; the sink's :class:`Stop` if it refused it."""
         state = self.state
         configs = self.space.configs(indices)
         wall = time.perf_counter()
@@ -167,8 +202,8 @@ class Tuner:
         for index, m in zip(indices, results):
             state.add(index, m)
         batch = Batch(first_seq, tuple(results), tuple(clocks), state.snapshot())
-        if self.sink is not None:
-            self.sink(batch)
+        if self.sink is not None and (refused := self.sink(batch)) is not None:
+            return refused
         started = time.perf_counter()
         self.strategy.tell(
             [
@@ -179,3 +214,4 @@ class Tuner:
         state.tuner_s += time.perf_counter() - started
         for callback in self.on_batch:
             callback(batch)
+        return None

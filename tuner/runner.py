@@ -9,9 +9,11 @@ The same loop runs inside the server (``KTUNE_RUNNER_CONCURRENCY`` slots) and as
   trials, so nothing is lost or measured twice.
 - The runner works through a view of the log that refuses writes to a job it no longer
   holds (``TuningLog.for_runner``): a runner that was presumed dead cannot corrupt a job.
-- Between batches it checks the job: ``POST /v1/jobs/{id}/cancel`` stops it within a batch.
-- On shutdown it stops its jobs at the next batch boundary without changing their state and
-  puts them back in the queue, for the next runner to resume.
+- Between batches it checks the job and answers with a stop reason (``tuner.loop.Stop``):
+  ``POST /v1/jobs/{id}/cancel`` stops it within a batch (cancelled); a job another runner
+  holds by now is given up (lease lost: nothing more is written, as when the log refuses a
+  write); on shutdown the job stops at the batch boundary without changing its state, and the
+  runner puts it back in the queue, for the next runner to resume.
 """
 
 from __future__ import annotations
@@ -27,19 +29,12 @@ from dataclasses import dataclass
 
 from ktune.db import DatabaseError, LeaseLost, TuningLog
 from ktune.tuner.jobs import run_job
-from ktune.tuner.sources import runnable_backends
+from ktune.tuner.loop import Stop
+from ktune.tuner.sources import Environment, runnable_backends
 
-__all__ = ["Runner", "RunnerShutdown", "RunnerStatus"]
+__all__ = ["Runner", "RunnerStatus"]
 
 log = logging.getLogger(__name__)
-
-
-class RunnerShutdown(BaseException):
-    """Raised between batches when the runner stops: ends ``run_job`` without touching the job.
-
-    A BaseException, so that ``run_job`` (which marks a job failed on an ``Exception`` and
-    cancelled on Ctrl-C) lets it through and the job keeps its state for the next runner.
-    """
 
 
 @dataclass(frozen=True)
@@ -62,6 +57,8 @@ class Runner:
     ``backends``: run only jobs measured by these backends (e.g. ``("replay",)`` on a machine
     without a GPU); None: every backend this installation can run (``ray`` only where Ray is
     installed, so that a worker without it never claims, and fails, a Ray job).
+    ``environment``: where jobs find their recordings and devices (the service's reads
+    recordings through its catalog's cache, which its submissions filled).
     """
 
     def __init__(
@@ -74,6 +71,7 @@ class Runner:
         name: str | None = None,
         drain: bool = False,
         backends: Sequence[str] | None = None,
+        environment: Environment | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"a runner needs at least one slot, got {concurrency}")
@@ -85,6 +83,7 @@ class Runner:
         self.poll_s = poll_s
         self.drain = drain
         self.backends = tuple(backends) if backends else runnable_backends()
+        self.environment = environment
         self._tlog = tlog
         self._fenced = tlog.for_runner(self.name)
         self._stopping = threading.Event()
@@ -174,14 +173,27 @@ class Runner:
             self._running.add(job_id)
         log.info("runner %s runs job %d", self.name, job_id)
         try:
-            outcome = run_job(self._fenced, job_id, should_stop=lambda: self._should_stop(job_id))
-            log.info(
-                "job %d ended: %s after %d trials", job_id, outcome.reason, outcome.state.n_trials
+            outcome = run_job(
+                self._fenced,
+                job_id,
+                environment=self.environment,
+                check_stop=lambda: self._check(job_id),
             )
-        except RunnerShutdown:
-            self._release(job_id)
-        except LeaseLost as exc:
-            log.warning("runner %s: %s; another runner continues it", self.name, exc)
+            if outcome.stop is Stop.SHUTDOWN:
+                self._release(job_id)
+            elif outcome.stop is Stop.LEASE_LOST:
+                log.warning(
+                    "runner %s: job %d is no longer held by it; another runner continues it",
+                    self.name,
+                    job_id,
+                )
+            else:
+                log.info(
+                    "job %d ended: %s after %d trials",
+                    job_id,
+                    outcome.reason,
+                    outcome.state.n_trials,
+                )
         except DatabaseError as exc:
             # The lease runs out and the job is resumed, here or elsewhere, once the log answers.
             log.error("job %d interrupted, the tuning log failed: %s", job_id, exc)
@@ -192,20 +204,22 @@ class Runner:
             with self._lock:
                 self._running.discard(job_id)
 
-    def _should_stop(self, job_id: int) -> bool:
+    def _check(self, job_id: int) -> Stop | None:
+        """Between batches: why ``job_id`` must stop now, or None. A log that does not answer
+        is an error of the job, unless the runner is shutting down anyway."""
         try:
             control = self._tlog.job_control(job_id)
         except DatabaseError:
             if self._stopping.is_set():
-                raise RunnerShutdown() from None
+                return Stop.SHUTDOWN
             raise
         if control is None or control.claimed_by != self.name:
-            raise LeaseLost(f"job {job_id} is no longer held by runner {self.name}")
+            return Stop.LEASE_LOST
         if control.cancel_requested:  # before a shutdown, which would queue the job again
-            return True
+            return Stop.CANCELLED
         if self._stopping.is_set():
-            raise RunnerShutdown()
-        return False
+            return Stop.SHUTDOWN
+        return None
 
     def _fail(self, job_id: int, message: str) -> None:
         """Record why a job failed (``run_job`` does for errors inside the loop, not before)."""

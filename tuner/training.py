@@ -159,6 +159,7 @@ def transfer_model(
     with ``seed``. ``device`` is a name (its spec from the device's stored spec, else the
     catalog; an unknown device ranks with the spec-less embedding, with a warning) or a spec.
     ``options`` go to :meth:`TransferModel.fit`."""
+    spec: DeviceSpec | None
     if isinstance(device, DeviceSpec):
         name, spec = device.name, device
     else:

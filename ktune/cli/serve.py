@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from ktune.cli.common import CliError, DbOption, check_range, err, out
+from ktune.cli.logs import log_to_stderr
 from ktune.tuner.bounds import MAX_CONCURRENCY
 
 __all__ = ["serve"]
@@ -43,7 +44,11 @@ def serve(
         ),
     ] = None,
     log_level: Annotated[
-        LogLevel, typer.Option("--log-level", help="uvicorn log level.")
+        LogLevel,
+        typer.Option(
+            "--log-level",
+            help="Log level of the server: requests, job starts and ends (stderr).",
+        ),
     ] = LogLevel.info,
     db: DbOption = None,
 ) -> None:
@@ -76,7 +81,8 @@ def serve(
             markup=False,
         )
     out.file.flush()
-    config = uvicorn.Config(app, log_level=log_level.value, access_log=log_level is LogLevel.debug)
+    log_to_stderr(log_level.value)  # ktune's own lines: one per request, job starts and ends
+    config = uvicorn.Config(app, log_level=log_level.value, access_log=False)
     uvicorn.Server(config).run(sockets=[sock])
 
 

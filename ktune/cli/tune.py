@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -26,7 +27,6 @@ from ktune.cli.output import (
     write_json_atomic,
 )
 from ktune.db import JobRecord, TrialRecord, TuningLog
-from ktune.search_space.operators import cpu as cpu_operators
 from ktune.tuner import strategies
 from ktune.tuner.bounds import (
     MAX_BATCH,
@@ -38,13 +38,19 @@ from ktune.tuner.bounds import (
     MIN_REPLAY_SPEED,
 )
 from ktune.tuner.budget import Budget
-from ktune.tuner.cpu_source import CpuSource
-from ktune.tuner.holder import live_holder, process_holder
-from ktune.tuner.jobs import JobRequest, create_job, run_job
-from ktune.tuner.loop import Batch, Outcome
-from ktune.tuner.measure.base import BackendError
+from ktune.tuner.jobs import JobError, JobRequest
+from ktune.tuner.lifecycle import prepare_resume, run_here, submit
+from ktune.tuner.loop import Batch, Outcome, Stop
 from ktune.tuner.measure.ray_pool import START_TIMEOUT_S, RayPlacement
-from ktune.tuner.sources import OperatorSource, ReplaySource, Source, SourceError, open_source
+from ktune.tuner.sources import (
+    Source,
+    SourceKind,
+    SourceRequest,
+    kind_of,
+    open_demo,
+    open_source,
+    request_options,
+)
 
 __all__ = ["tune"]
 
@@ -54,7 +60,7 @@ _REASONS = {
     "target": "target time reached",
     "patience": "no improvement within the patience",
     "exhausted": "every configuration of the space measured",
-    "stopped": "on request (REST API or dashboard)",
+    Stop.CANCELLED: "on request (REST API or dashboard)",
 }
 #: the options that go with --resume; a resumed job keeps everything else it was created with
 _RESUME_OPTIONS = frozenset({"resume", "out_file", "quiet", "db"})
@@ -244,43 +250,51 @@ or resume a job."""
             )
         tlog = open_log(db)
         with tlog:
-            job = tlog.get_job(resume)
-            if job is None:
-                raise CliError(f"no job {resume} in the tuning log {tlog.url}")
-            if job.state == "done":
+            try:
+                resumption = prepare_resume(tlog, resume)
+            except JobError as exc:
+                raise CliError(str(exc)) from None
+            job = resumption.job
+            if resumption.source is None:
                 out.print(f"job {resume} is already done ({job.n_trials} trials)")
                 _write_out(tlog, resume, out_file, None)
                 return
-            if (running := live_holder(job)) is not None:  # before reading a large recording
-                raise CliError(
-                    f"job {resume} is running ({running}); stop it first or let it finish"
-                )
-            if job.cancel_requested:  # resuming on purpose overrides an earlier cancel
-                tlog.withdraw_cancel(resume)
-            try:
-                resumed = open_source(job.spec.backend, job.spec.options)
-            except SourceError as exc:
-                raise CliError(f"job {resume} cannot be resumed: {exc}") from None
-            _run(tlog, resume, resumed, job.spec.budget_trials, out_file, quiet)
+            _run(tlog, resume, resumption.source, job.spec.budget_trials, out_file, quiet)
         return
 
     # Validate every input before anything is written.
     limits = Budget(max_trials=budget, max_seconds=time_budget, target_ms=target, patience=patience)
     source: Source
     if demo:
-        source = _demo_source(timeout, quiet)
-    elif op is not None and op in cpu_operators.names():
-        if ray is not None or spec is not None or _given(ctx, "device"):
+        source, note = open_demo(timeout)
+        if note is not None and not quiet:
+            err.print(note, markup=False)
+    else:
+        request = SourceRequest(
+            replay=replay,
+            operator=op,
+            shape=shape,
+            dtype=dtype,
+            layout=layout,
+            spec=spec,
+            device=device if _given(ctx, "device") else None,
+            constraints=tuple(constraint or ()),
+            timeout_s=timeout,
+            speed=replay_speed,
+        )
+        kind = kind_of(request)
+        if kind is SourceKind.CPU and (
+            ray is not None or spec is not None or request.device is not None
+        ):
             raise CliError(
                 f"{op} runs on this machine's CPU: --ray, --spec and --device are for GPU kernels"
             )
-        source = CpuSource.open(
-            op, shape, dtype, layout, constraints=constraint or (), timeout_s=timeout
-        )
-    elif op is not None:
-        if spec is not None and op != "custom":
+        if spec is not None and kind not in (SourceKind.REPLAY, SourceKind.CUSTOM):
             raise CliError("--spec goes with --replay or --op custom")
         placement = _placement(ray, ray_workers, gpu_type)
+        if placement is not None:
+            request = replace(request, ray=placement)
+        options = request_options(request)
         if placement is not None and not quiet:
             err.print(
                 (
@@ -289,25 +303,17 @@ or resume a job."""
                 ),
                 markup=False,
             )
-        source = OperatorSource.open(
-            op,
-            shape,
-            dtype,
-            layout,
-            t1=spec if op == "custom" else None,
-            device=device,
-            constraints=constraint or (),
-            timeout_s=timeout,
-            ray=placement,
+        source = open_source(options)
+    job_request = JobRequest(source, strategy, limits, seed=seed, batch_size=batch)
+    if budget is None and not quiet:
+        err.print(
+            f"no --budget: measuring until all {len(source.space)} configs are measured "
+            "or another limit stops it",
+            markup=False,
         )
-    else:
-        source = ReplaySource.open(
-            replay, spec=spec, constraints=constraint or (), speed=replay_speed
-        )  # type: ignore[arg-type]
-    request = JobRequest(source, strategy, limits, seed=seed, batch_size=batch)
     tlog = open_log(db)
     with tlog:
-        job = create_job(tlog, request, state="running")
+        job = submit(tlog, job_request, run_here=True)
         _run(tlog, job.id, source, budget, out_file, quiet)
 
 
@@ -327,25 +333,6 @@ def _given(ctx: typer.Context, name: str | None) -> bool:
     """Whether the option ``name`` was on the command line (not its default)."""
     source = ctx.get_parameter_source(name) if name else None
     return source is not None and source.name == "COMMANDLINE"  # typer may vendor click's enum
-
-
-def _demo_source(timeout: float, quiet: bool) -> Source:
-    """fp16 matmul on the first GPU (fp32 before sm_80); without one, the bundled replay."""
-    from ktune.tuner.measure.detect import detect_devices
-
-    try:
-        specs = detect_devices()
-    except BackendError as exc:
-        if not quiet:
-            err.print(
-                f"{exc}; replaying the bundled convolution_A4000 recording instead", markup=False
-            )
-        return ReplaySource.open("convolution_A4000")
-    cc = str(specs[0].get("compute_capability", "0.0"))
-    dtype = "float16" if float(cc) >= 8.0 else "float32"
-    return OperatorSource.open(
-        "matmul", "2048x2048x2048", dtype, timeout_s=timeout, detect=lambda: specs
-    )
 
 
 def _run(
@@ -391,14 +378,7 @@ def _run(
 
     try:
         with progress:
-            outcome = run_job(
-                tlog,
-                job_id,
-                source=source,
-                on_batch=[show],
-                holder=process_holder(),
-                should_stop=lambda: _cancel_requested(tlog, job_id),
-            )
+            outcome = run_here(tlog, job_id, source=source, on_batch=[show])
     except KeyboardInterrupt:
         message = (
             f"interrupted: job {job_id} keeps its trials; "
@@ -417,13 +397,6 @@ def _run(
     if out_file is not None:
         _save(out_file, job_document(job, trials, optimum_ms), job_id)
     _summary(tlog, job, outcome, optimum_ms, out_file, trials)
-
-
-def _cancel_requested(tlog: TuningLog, job_id: int) -> bool:
-    """Whether a cancel was asked for the job (``POST /v1/jobs/{id}/cancel``, the dashboard):
-    read after each batch, as a runner does."""
-    control = tlog.job_control(job_id)
-    return control is not None and control.cancel_requested
 
 
 def _write_out(
@@ -464,9 +437,10 @@ def _summary(
     )
     if ok:
         best = min(ok, key=lambda t: (t.time_ms, t.seq))
+        # numbered as `ktune trials` numbers it (its "#" column, from 0)
         line = (
             f"  best          {format_ms(best.time_ms)} "
-            f"at measurement {best.seq + 1 if best.seq is not None else '?'}"
+            f"at trial #{best.seq if best.seq is not None else '?'}"
         )
         if optimum_ms and best.time_ms is not None:  # always set: `ok` keeps timed trials only
             line += (

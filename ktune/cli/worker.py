@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from ktune.cli.common import CliError, DbOption, check_range, open_log, out
+from ktune.cli.logs import log_to_stderr
 from ktune.tuner.bounds import MAX_CONCURRENCY, MAX_LEASE_S, MAX_POLL_S
 from ktune.tuner.sources import BACKENDS, backend_unavailable
 
@@ -57,7 +58,8 @@ def worker(
     A job whose runner died is resumed from its trials once its lease expires. SIGTERM or
     Ctrl-C stops after the current batch and puts unfinished jobs back in the queue.
     """
-    from ktune.server import Runner, Settings
+    from ktune.server import Settings
+    from ktune.tuner.runner import Runner
 
     if concurrency < 1:
         raise CliError(f"--concurrency must be >= 1, got {concurrency}")
@@ -86,6 +88,7 @@ def worker(
         drain=drain,
         backends=settings.runner_backends or None,
     )
+    log_to_stderr("info")  # job starts and ends, lost leases
     stop = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

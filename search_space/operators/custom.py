@@ -163,14 +163,14 @@ class CustomOperator(Operator):
         )
 
     def launch(self, config: Config, workload: Workload) -> Launch:
-        block = tuple(int(config.get(b, d)) for b, d in zip(_BLOCK, _BLOCK_DEFAULT))  # type: ignore[arg-type]
+        block = tuple(int(config.get(b, d)) for b, d in zip(_BLOCK, _BLOCK_DEFAULT))
         sizes = self.problem_size + (1,) * (3 - len(self.problem_size))
         grid = []
         for axis, size in enumerate(sizes):
             divisor = math.prod(
                 int(config.get(d, block[_BLOCK.index(d)] if d in _BLOCK else 1))
                 for d in self.grid_div[axis]
-            )  # type: ignore[arg-type]
+            )
             grid.append(ceil_div(size, max(1, divisor)))
         return Launch((grid[0], grid[1], grid[2]), (block[0], block[1], block[2]), self.shared_mem)
 

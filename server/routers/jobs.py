@@ -12,8 +12,8 @@ from ktune.server.errors import ERRORS, invalid
 from ktune.server.schemas.jobs import JobCreate, JobOut, JobPage, JobState, TrialPage
 from ktune.server.submissions import FieldError, submit
 from ktune.server.views import job_out, trial_out
+from ktune.tuner import lifecycle
 from ktune.tuner.bounds import MAX_JOB_ID
-from ktune.tuner.holder import dead_holder
 from ktune.tuner.measure.base import BackendError
 
 __all__ = ["MAX_JOBS_PAGE", "MAX_TRIALS_PAGE", "router"]
@@ -105,13 +105,11 @@ def get_job(job_id: JobId, _: Reader, tlog: LogDep, catalog: CatalogDep) -> JobO
 )
 def cancel_job(job_id: JobId, _: Writer, tlog: LogDep, catalog: CatalogDep) -> JobOut:
     try:
-        job = tlog.request_cancel(job_id)
+        job = lifecycle.cancel(tlog, job_id)
     except LookupError:
         raise _not_found(job_id) from None
     except JobStateConflict as exc:
         raise HTTPException(status.HTTP_409_CONFLICT, detail=str(exc)) from None
-    if dead_holder(job):  # its `ktune tune` process was killed: nothing would ever stop it
-        job = tlog.cancel_unheld(job_id, str(job.claimed_by))
     return job_out(job, catalog)
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from ktune import db
 from ktune.db import DatabaseError, TuningLog, default_url, resolve_url
-from ktune.db.engine import mask_url
+from ktune.db.engine import DatabaseInputError, mask_url
 
 pytestmark = pytest.mark.both_databases  # opening each backend
 
@@ -109,7 +109,16 @@ def test_unreachable_postgresql_fails_fast_with_masked_one_line_message() -> Non
     assert "refused" in message.lower()
 
 
-def test_sqlite_file_in_a_new_folder_is_created(tmp_path: Path) -> None:
+def test_a_new_log_in_a_missing_folder_is_refused_and_nothing_is_created(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(DatabaseInputError, match=r"folder .*new-dir does not exist; create it"):
+        TuningLog.open(f"sqlite:///{tmp_path}/new-dir/ktune.db")
+    monkeypatch.chdir(tmp_path)  # three slashes: a path relative to the current folder
+    with pytest.raises(DatabaseInputError, match=r"relative to the current folder"):
+        TuningLog.open("sqlite:///nonexistent/dir/x.db")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    (tmp_path / "new-dir").mkdir()
     with TuningLog.open(f"sqlite:///{tmp_path}/new-dir/ktune.db") as log:
         assert log.list_jobs() == []
     assert (tmp_path / "new-dir" / "ktune.db").exists()

@@ -183,6 +183,7 @@ def test_a_file_uri_given_by_hand_opens_the_file_it_names(
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads and writes through file modes")
 def test_a_log_in_a_read_only_folder(tmp_path: Path) -> None:
     folder = tmp_path / "ro"
+    folder.mkdir()
     tuned_log(f"sqlite:///{folder}/k.db")
     (folder / "k.db").chmod(0o444)
     folder.chmod(0o555)
@@ -203,6 +204,7 @@ def read_only_mount(tmp_path: Path) -> Iterator[Path]:
     Read-only even for root; skipped where mounting is not allowed (not root, a container
     without the capability)."""
     source, mount = tmp_path / "src", tmp_path / "ro"
+    source.mkdir()
     tuned_log(f"sqlite:///{source}/k.db")
     mount.mkdir()
     if os.geteuid() != 0:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
 
 from ktune.db import TuningLog
 from tests.server.client import AUTH, job_body
+
+#: the bundled recordings, by absolute path: the API takes recordings by name only
+RECORDED = Path(__file__).resolve().parents[2] / "search_space" / "recorded"
 
 
 def _contents(tlog: TuningLog) -> tuple[Any, ...]:
@@ -23,7 +27,7 @@ BAD_BODIES: list[tuple[dict[str, Any], list[str]]] = [
     ({"budget": {"trials": 10, "tries": 3}}, ["body", "budget", "tries"]),
     ({"space": "no_such_space"}, ["body", "space"]),
     ({"space": "../../etc/passwd"}, ["body", "space"]),
-    ({"space": "/work/main/search_space/recorded/convolution_A4000.json.gz"}, ["body", "space"]),
+    ({"space": str(RECORDED / "convolution_A4000.json.gz")}, ["body", "space"]),
     ({"device": "NVIDIA H100"}, ["body", "device"]),
     ({"strategy": "genetic"}, ["body", "strategy"]),
     ({"constraints": ["block_size_x *** 2"]}, ["body", "constraints"]),

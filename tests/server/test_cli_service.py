@@ -90,8 +90,10 @@ def test_worker_drains_the_queue(capsys: pytest.CaptureFixture[str], db_url: str
             create_job(tlog, JobRequest(source, "random", Budget(max_trials=8), seed=s)).id
             for s in (1, 2)
         ]
-    code, out, _ = run(capsys, "worker", "--drain", "-j", "2", "--poll", "0.05", "--db", db_url)
+    code, out, err = run(capsys, "worker", "--drain", "-j", "2", "--poll", "0.05", "--db", db_url)
     assert code == 0 and "until the queue is empty" in out and "stopped" in out
+    for job_id in ids:  # the log says when each job starts and ends
+        assert f"runs job {job_id}" in err and f"job {job_id} ended: budget" in err
     with TuningLog.open(db_url) as tlog:
         assert [tlog.get_job(i).state for i in ids] == ["done", "done"]  # type: ignore[union-attr]
     code, _, err = run(capsys, "worker", "--concurrency", "0", "--db", db_url)

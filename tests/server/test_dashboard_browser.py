@@ -86,7 +86,16 @@ def _job_with_predictions(path: Path) -> int:
             wl.key, wl.operator, wl.shape, space=source.space.to_dict()
         )
         spec = JobSpec(
-            workload.id, device.id, "replay", "random", 0, 4, 12, None, None, source.options()
+            workload.id,
+            device.id,
+            "replay",
+            "random",
+            0,
+            4,
+            12,
+            None,
+            None,
+            source.options.to_json(),
         )
         job = tlog.create_job(spec, state="running")
         rows = [
@@ -194,4 +203,26 @@ def test_dashboard_shows_convergence_and_follows_a_running_job(
         assert _pixels_vary(shot) > 10
         assert errors == []
         server.http.post(f"/v1/jobs/{live['id']}/cancel", headers=AUTH)
+        page.close()
+
+
+def test_api_docs_render_offline_from_the_servers_own_assets(browser: Any, tmp_path: Path) -> None:
+    """``/docs`` draws every route with no request leaving the server (no CDN)."""
+    with Server(f"sqlite:///{tmp_path / 'docs.db'}", concurrency=0) as server:
+        page = browser.new_page()
+        elsewhere: list[str] = []
+
+        def only_the_server(route: Any) -> None:
+            if route.request.url.startswith(server.url):
+                route.continue_()
+            else:
+                elsewhere.append(route.request.url)
+                route.abort()
+
+        page.route("**/*", only_the_server)
+        page.goto(f"{server.url}docs")
+        page.wait_for_selector(".opblock-summary-path")
+        paths = {p.get_attribute("data-path") for p in page.locator(".opblock-summary-path").all()}
+        assert {"/v1/jobs", "/v1/best"} <= paths
+        assert elsewhere == []
         page.close()

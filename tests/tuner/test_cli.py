@@ -6,6 +6,7 @@ import csv
 import gzip
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -398,3 +399,36 @@ def test_a_recording_that_names_no_device_is_tuned_and_imported(
     assert code == 0, stderr
     code, stdout, _ = ktune(capsys, "devices", "--db", db_url)
     assert code == 0 and device in stdout
+
+
+def test_the_summary_numbers_the_best_trial_as_ktune_trials_does(
+    capsys, tmp_path: Path, db_url: str
+) -> None:
+    code, stdout, _ = ktune(
+        capsys, "tune", "--replay", PNPOLY, "--budget", "30", "--seed", "2", "-q", "--db", db_url
+    )
+    assert code == 0, stdout
+    job = re.search(r"^job (\d+) done", stdout, re.M)
+    best = re.search(r"best +([\d.]+ ms) at trial #(\d+)\b", stdout)
+    assert job is not None and best is not None, stdout
+    code, listed, _ = ktune(capsys, "trials", job[1], "--format", "json", "--db", db_url)
+    ok = [t for t in json.loads(listed) if t["status"] == "ok"]
+    fastest = min(ok, key=lambda t: (t["time_ms"], t["index"]))
+    assert int(best[2]) == fastest["index"]  # the "#" column of `ktune trials`
+    code, table, _ = ktune(capsys, "trials", job[1], "--db", db_url)
+    assert re.search(rf"^\W*{best[2]}\W+ok\W+{re.escape(best[1])}", table, re.M), table
+
+
+def test_a_tune_without_a_budget_says_it_measures_every_config(
+    capsys, tmp_path: Path, db_url: str
+) -> None:
+    args = ["tune", "--replay", PNPOLY, "-c", "block_size_x <= 64", "--seed", "1"]
+    code, _, stderr = ktune(capsys, *args, "--time-budget", "1", "--db", db_url)
+    lines = [line for line in stderr.splitlines() if line.startswith("no --budget")]
+    assert code == 0 and len(lines) == 1, stderr
+    assert re.fullmatch(
+        r"no --budget: measuring until all \d+ configs are measured or another limit stops it",
+        lines[0],
+    )
+    code, _, stderr = ktune(capsys, *args, "--budget", "2", "--db", db_url)
+    assert code == 0 and "no --budget" not in stderr

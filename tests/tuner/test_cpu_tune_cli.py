@@ -10,8 +10,14 @@ import pytest
 
 from ktune.cli.app import main
 from ktune.db import TuningLog
-from ktune.tuner.cpu_source import CpuSource
 from ktune.tuner.measure.cpu_detect import cpu_spec
+from ktune.tuner.sources import (
+    CpuSource,
+    Environment,
+    SourceRequest,
+    open_source,
+    request_options,
+)
 
 pytestmark = pytest.mark.skipif(
     shutil.which("cc") is None, reason="no C compiler (cc) on this machine"
@@ -106,7 +112,8 @@ def test_a_padded_cpu_conv2d_job_runs_and_keys_its_padding(capsys, tmp_path: Pat
 
 def test_a_stopped_cpu_job_resumes_on_the_same_machine(capsys, tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'k.db'}"
-    source = CpuSource.open("cpu_matmul", "32x32x32")
+    source = open_source(request_options(SourceRequest(operator="cpu_matmul", shape="32x32x32")))
+    assert isinstance(source, CpuSource)
     with TuningLog.open(db) as tlog:
         from ktune.tuner.budget import Budget
         from ktune.tuner.jobs import JobRequest, create_job
@@ -117,7 +124,7 @@ def test_a_stopped_cpu_job_resumes_on_the_same_machine(capsys, tmp_path: Path) -
     # the same job's options on another CPU are refused, not measured there
     other = {**source.spec, "name": "Another CPU (96 cores)", "cores": 96}
     with pytest.raises(ValueError, match="the job ran on .* this machine is Another CPU"):
-        CpuSource.from_options(source.options(), detect=lambda: other)
+        open_source(source.options, Environment(local_cpu=lambda: other))
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from ktune.tuner.jobs import JobRequest, create_job, run_job
 from ktune.tuner.measure.base import Status
 from ktune.tuner.measure.cupy_backend import CupyBackend
 from ktune.tuner.measure.pool import PoolError, WorkerPool
-from ktune.tuner.sources import OperatorSource
+from ktune.tuner.sources import GpuOptions, GpuSource
 from tests.tuner.pool_contract import assert_isolation
 
 
@@ -96,9 +96,10 @@ def test_cupy_backend_maps_every_outcome_to_its_status() -> None:
 def test_a_job_runs_through_crashes_and_hangs_and_records_them(tmp_path: Path, monkeypatch) -> None:
     op = _planted_operator()
     wl = op.workload()
-    src = OperatorSource(op, wl, op.space(wl, DeviceLimits()), 0, dict(FAKE_GPU), timeout_s=1.5)
+    options = GpuOptions(operator=op.name, workload=wl, timeout_s=1.5)
+    src = GpuSource(options, op, op.space(wl, DeviceLimits()), dict(FAKE_GPU))
     monkeypatch.setattr(
-        OperatorSource, "backend", lambda self: CupyBackend(op, wl, factory=planted, timeout_s=1.5)
+        GpuSource, "backend", lambda self: CupyBackend(op, wl, factory=planted, timeout_s=1.5)
     )
     with TuningLog.open(f"sqlite:///{tmp_path / 'log.db'}") as tlog:
         job = create_job(

@@ -14,7 +14,17 @@ from ktune.tuner.budget import Budget
 from ktune.tuner.jobs import JobError, JobRequest, create_job, run_job
 from ktune.tuner.measure import detect
 from ktune.tuner.measure.base import BackendError
-from ktune.tuner.sources import OperatorSource, SourceError, open_source
+from ktune.tuner.sources import (
+    Environment,
+    GpuSource,
+    JobOptions,
+    Source,
+    SourceError,
+    SourceRequest,
+    open_source,
+    options_from_json,
+    request_options,
+)
 
 H100 = {
     **FAKE_GPU,
@@ -22,6 +32,12 @@ H100 = {
     "compute_capability": "9.0",
     "shared_memory_per_block_optin_kib": 227,
 }
+
+
+def on_gpus(gpus: list[dict], operator: str, shape: str, dtype: str = "float32", **kw) -> Source:
+    """The source of a request for ``operator`` on a machine with the CUDA devices ``gpus``."""
+    request = SourceRequest(operator=operator, shape=shape, dtype=dtype, **kw)
+    return open_source(request_options(request), Environment(local_gpus=lambda: gpus))
 
 
 def ktune(capsys, *args: str) -> tuple[int, str, str]:
@@ -97,54 +113,42 @@ def test_demo_without_a_gpu_replays_the_bundled_recording(capsys, no_cupy, tmp_p
 
 
 def test_operator_source_builds_the_space_from_the_detected_device() -> None:
-    a100 = OperatorSource.open("matmul", "4096x4096x4096", "float16", detect=lambda: [FAKE_GPU])
-    h100 = OperatorSource.open(
-        "matmul", "4096x4096x4096", "float16", detect=lambda: [FAKE_GPU, H100], device=1
-    )
+    a100 = on_gpus([FAKE_GPU], "matmul", "4096x4096x4096", "float16")
+    h100 = on_gpus([FAKE_GPU, H100], "matmul", "4096x4096x4096", "float16", device=1)
     assert a100.device_name == "Planted GPU" and h100.device_name == "NVIDIA H100 80GB HBM3"
     assert len(h100.space) > len(a100.space)  # more shared memory per block
-    narrowed = OperatorSource.open(
-        "matmul",
-        "4096x4096x4096",
-        "float16",
-        detect=lambda: [FAKE_GPU],
-        constraints=["stages == 2"],
+    narrowed = on_gpus(
+        [FAKE_GPU], "matmul", "4096x4096x4096", "float16", constraints=("stages == 2",)
     )
     assert 0 < len(narrowed.space) < len(a100.space)
     with pytest.raises(SourceError, match="no CUDA device 3"):
-        OperatorSource.open("matmul", "8x8x8", detect=lambda: [FAKE_GPU], device=3)
+        on_gpus([FAKE_GPU], "matmul", "8x8x8", device=3)
     with pytest.raises(SourceError, match="no configuration"):
-        OperatorSource.open(
-            "matmul", "8x8x8", detect=lambda: [FAKE_GPU], constraints=["split_k > 100"]
-        )
+        on_gpus([FAKE_GPU], "matmul", "8x8x8", constraints=("split_k > 100",))
 
 
 def test_options_rebuild_the_same_source_and_refuse_a_changed_device(monkeypatch) -> None:
-    source = OperatorSource.open(
-        "conv2d",
-        "8x64x56x56x64x3x3x1x1x1x1x1x1",
-        "float32",
-        "NHWC",
-        detect=lambda: [FAKE_GPU],
-        timeout_s=12,
+    source = on_gpus(
+        [FAKE_GPU], "conv2d", "8x64x56x56x64x3x3x1x1x1x1x1x1", layout="NHWC", timeout_s=12
     )
-    options = json.loads(json.dumps(source.options()))  # as stored in the tuning log
+    stored = json.loads(json.dumps(JobOptions(source.options).to_json()))  # as in the log
     monkeypatch.setattr(detect, "detect_devices", lambda: [FAKE_GPU])
-    again = open_source("cupy", options)
-    assert isinstance(again, OperatorSource)
-    assert again.workload == source.workload and again.timeout_s == 12
+    again = open_source(options_from_json("cupy", stored))
+    assert isinstance(again, GpuSource)
+    assert again.workload == source.workload and again.options.timeout_s == 12
     assert again.space.fingerprint() == source.space.fingerprint()
+    assert again.options == source.options
     monkeypatch.setattr(detect, "detect_devices", lambda: [H100])
     with pytest.raises(SourceError, match="the job ran on Planted GPU"):
-        open_source("cupy", options)
+        open_source(options_from_json("cupy", stored))
     with pytest.raises(SourceError, match="not one this ktune can run"):
-        open_source("opencl", options)
+        options_from_json("opencl", stored)
 
 
 def test_a_gpu_job_cannot_resume_without_the_gpu(
     tmp_path: Path, monkeypatch, no_cupy, capsys
 ) -> None:
-    source = OperatorSource.open("softmax", "1024x1000", "float16", detect=lambda: [FAKE_GPU])
+    source = on_gpus([FAKE_GPU], "softmax", "1024x1000", "float16")
     url = f"sqlite:///{tmp_path / 'log.db'}"
     with TuningLog.open(url) as tlog:
         job = create_job(tlog, JobRequest(source, "random", Budget(max_trials=5), seed=1))

@@ -8,7 +8,7 @@ import pytest
 
 from ktune.tuner import strategies
 from ktune.tuner.budget import Budget, BudgetError
-from ktune.tuner.loop import Tuner
+from ktune.tuner.loop import Batch, Stop, Tuner
 from ktune.tuner.measure.base import Status
 from ktune.tuner.measure.fake import FunctionBackend
 from ktune.tuner.strategies import Observation
@@ -96,21 +96,52 @@ def test_clock_is_cumulative_per_measurement(small_space) -> None:
     assert clocks == [0.5, 1.0, 1.5, 2.0]
 
 
-def test_should_stop_is_honoured_between_batches(small_space) -> None:
+@pytest.mark.parametrize("stop", list(Stop))
+def test_a_stop_reason_ends_the_run_between_batches_as_a_value(small_space, stop: Stop) -> None:
     calls = {"n": 0}
 
-    def stop() -> bool:
+    def check() -> Stop | None:
         calls["n"] += 1
-        return calls["n"] > 2
+        return stop if calls["n"] > 2 else None
 
     outcome = _tuner(
         small_space,
         FunctionBackend(quadratic_time),
         Budget(max_trials=20),
         batch_size=3,
-        should_stop=stop,
+        check_stop=check,
     ).run()
-    assert outcome.reason == "stopped" and outcome.state.n_trials == 6
+    assert outcome.reason == stop and outcome.stop is stop and outcome.state.n_trials == 6
+
+
+def test_a_budget_end_has_no_stop_reason(small_space) -> None:
+    outcome = _tuner(small_space, FunctionBackend(quadratic_time), Budget(max_trials=2)).run()
+    assert outcome.reason == "budget" and outcome.stop is None
+
+
+def test_a_sink_that_cannot_record_ends_the_run_before_the_strategy_is_told(small_space) -> None:
+    """A write refused by the lease fence: the batch is not told, nothing more is measured."""
+    told: list[int] = []
+    strategy = strategies.create("random", small_space, seed=0)
+    tell = strategy.tell
+
+    def noted_tell(observations: Sequence[Observation]) -> None:
+        told.extend(o.index for o in observations)
+        tell(observations)
+
+    strategy.tell = noted_tell  # type: ignore[method-assign]
+    written: list[Batch] = []
+
+    def sink(batch: Batch) -> Stop | None:
+        written.append(batch)
+        return Stop.LEASE_LOST if len(written) == 2 else None
+
+    backend = FunctionBackend(quadratic_time)
+    outcome = Tuner(
+        small_space, strategy, backend, budget=Budget(max_trials=20), batch_size=2, sink=sink
+    ).run()
+    assert outcome.stop is Stop.LEASE_LOST
+    assert len(written) == 2 and len(backend.calls) == 4 and len(told) == 2
 
 
 @pytest.mark.parametrize("field", ["max_trials", "max_seconds", "target_ms", "patience"])

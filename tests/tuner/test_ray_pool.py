@@ -5,6 +5,7 @@ go on as they do with local workers, and a job created on Ray resumes on Ray."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,7 @@ import pytest
 
 from ktune.cli.app import main
 from ktune.db import TuningLog
-from ktune.search_space.operators import DeviceLimits
+from ktune.search_space import operators
 from ktune.search_space.operators.custom import CustomOperator
 from ktune.testing.planted import FAKE_GPU, broken, planted, planted_per_process
 from ktune.tuner.budget import Budget
@@ -22,7 +23,15 @@ from ktune.tuner.measure.base import BackendError, Status
 from ktune.tuner.measure.cupy_backend import CupyBackend
 from ktune.tuner.measure.pool import PoolError
 from ktune.tuner.measure.ray_pool import RayPlacement, RayWorkerPool
-from ktune.tuner.sources import OperatorSource, SourceError, open_source
+from ktune.tuner.sources import (
+    GpuSource,
+    RayOptions,
+    SourceError,
+    SourceRequest,
+    open_source,
+    options_from_json,
+    request_options,
+)
 from tests.optional import require
 from tests.tuner.pool_contract import assert_isolation
 
@@ -129,16 +138,22 @@ def test_a_job_measured_on_ray_records_every_outcome_and_a_runner_reopens_it_on_
     # the cluster's "GPU": the planted spec, probed there, and planted measurements
     monkeypatch.setattr(ray_pool, "detect_device", lambda p, timeout_s=0: dict(FAKE_GPU))
     monkeypatch.setattr(cupy_backend, "make_measurer", lambda spec, slot: planted(slot))
-    monkeypatch.setattr(OperatorSource, "open", _open_planted(op))
-    src = OperatorSource.open("planted", ray=placement, timeout_s=2.0)
+    registered = operators.get  # the planted operator is not a registered one
+    monkeypatch.setattr(
+        operators, "get", lambda name: op if name == "planted" else registered(name)
+    )
+    src = open_source(
+        RayOptions(operator="planted", workload=wl, placement=placement, timeout_s=2.0)
+    )
     with TuningLog.open(f"sqlite:///{tmp_path / 'log.db'}") as tlog:
         job = create_job(
             tlog, JobRequest(src, "random", Budget(max_trials=12), seed=1, batch_size=4)
         )
         assert job.spec.options["ray"] == placement.to_options()
         monkeypatch.setenv(ray_pool.ADDRESS_ENV, "local")
-        reopened = open_source(job.spec.backend, job.spec.options)  # what a runner does
-        assert reopened.ray == placement
+        # what a runner does
+        reopened = open_source(options_from_json(job.spec.backend, job.spec.options))
+        assert isinstance(reopened, GpuSource) and reopened.placement == placement
         outcome = run_job(tlog, job.id, source=reopened)
         assert outcome.reason in ("budget", "exhausted")
         trials = tlog.job_trials(job.id)
@@ -161,18 +176,23 @@ def test_an_operator_on_ray_takes_its_limits_from_the_probed_gpu(monkeypatch) ->
     monkeypatch.setattr(
         ray_pool, "detect_device", lambda p, timeout_s=0: probed.append(p) or dict(FAKE_GPU)
     )
-    src = OperatorSource.open("matmul", "256x256x256", ray=placement)
-    assert probed == [placement] and src.device_name == "Planted GPU" and src.ray == placement
-    assert src.options()["ray"] == placement.to_options()
+    request = SourceRequest(operator="matmul", shape="256x256x256", ray=placement)
+    src = open_source(request_options(request))
+    assert isinstance(src, GpuSource) and src.backend_name == "ray"
+    assert probed == [placement] and src.device_name == "Planted GPU"
+    assert src.placement == placement
+    assert src.options.to_json()["ray"] == placement.to_options()
     assert src.description == "measured on a GPU of type A100 on the Ray cluster at local"
     with pytest.raises(SourceError, match="on Ray the cluster picks the GPU"):
-        OperatorSource.open("matmul", "256x256x256", ray=placement, device=1)
+        request_options(replace(request, device=1))
 
 
 def test_workers_given_another_gpu_than_the_probed_one_are_refused(monkeypatch) -> None:
     monkeypatch.setattr(ray_pool, "detect_device", lambda p, timeout_s=0: dict(FAKE_GPU))
     monkeypatch.setattr(cupy_backend, "make_measurer", lambda spec, slot: planted_per_process(slot))
-    src = OperatorSource.open("matmul", "256x256x256", ray=CPU)
+    src = open_source(
+        request_options(SourceRequest(operator="matmul", shape="256x256x256", ray=CPU))
+    )
     with pytest.raises(
         BackendError,
         match=(
@@ -248,22 +268,3 @@ def _planted_operator() -> CustomOperator:
         {"mode": ["ok", "crash", "hang", "raise", "sticky", "wrong"], "x": [1, 2]},
         [np.zeros(4, np.float32)],
     )
-
-
-def _open_planted(op: CustomOperator):
-    """``OperatorSource.open`` for the planted operator, which is not a registered one."""
-
-    def fake(cls, _name, *args, ray=None, timeout_s=30.0, **kwargs):
-        wl = op.workload()
-        spec = ray_pool.detect_device(ray) if ray is not None else dict(FAKE_GPU)
-        return cls(
-            op,
-            wl,
-            op.space(wl, DeviceLimits.from_spec(spec)),
-            0,
-            spec,
-            timeout_s=timeout_s,
-            ray=ray,
-        )
-
-    return classmethod(fake)

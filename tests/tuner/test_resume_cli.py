@@ -128,6 +128,7 @@ def test_a_stopped_auto_job_on_cheap_measurements_resumes_the_same_sequence(
     (through SQLite and PostgreSQL) and must size its plans, and so propose, exactly as before."""
     from ktune.tuner.budget import Budget
     from ktune.tuner.jobs import JobRequest, create_job, run_job
+    from ktune.tuner.loop import Stop
     from ktune.tuner.resume import restore
     from ktune.tuner.sources import ReplaySource
     from ktune.tuner.strategies import create
@@ -140,7 +141,12 @@ def test_a_stopped_auto_job_on_cheap_measurements_resumes_the_same_sequence(
         reference = [t.config_key for t in tlog.job_trials(job.id)]
     with TuningLog.open(db_url) as tlog:
         job = create_job(tlog, request)
-        run_job(tlog, job.id, source=source, should_stop=lambda: _job(tlog, job.id).n_trials >= 23)
+        run_job(
+            tlog,
+            job.id,
+            source=source,
+            check_stop=lambda: Stop.CANCELLED if _job(tlog, job.id).n_trials >= 23 else None,
+        )
         assert _job(tlog, job.id).state == "cancelled"
         run_job(tlog, job.id, source=source)
         trials = tlog.job_trials(job.id)

@@ -291,6 +291,6 @@ def _unload(lib: ctypes.CDLL) -> None:
     try:
         import _ctypes
 
-        _ctypes.dlclose(lib._handle)  # type: ignore[attr-defined]
+        _ctypes.dlclose(lib._handle)
     except (ImportError, AttributeError, OSError):
         pass

@@ -126,7 +126,8 @@ class _Worker:
 
     @property
     def pid(self) -> int | None:
-        return self.process.pid
+        pid = self.process.pid
+        return None if pid is None else int(pid)
 
     def kill(self) -> None:
         if self.process.is_alive():

@@ -277,8 +277,8 @@ def analyze(
 
     Batchable sources are compiled ``batch`` to a translation unit (renamed entry points in
     namespaces); a batch that fails is split until the failing configs are isolated. By
-    default nvcc batches 8 (it costs ~0.7 s per call before any kernel) and NVRTC none
-    (measured here: one config per call on 2 threads was fastest).
+    default nvcc batches 8 (each call pays a large fixed start-up cost before any kernel) and
+    NVRTC none (one config per call was fastest; docs/benchmarks.md, "GPU operators").
     """
     comp = compiler or default_compiler()
     if batch is None:

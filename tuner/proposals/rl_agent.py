@@ -116,7 +116,10 @@ class KnobMoveAgent:
             advantages[t] = gae
             next_value = values[t]
         returns = advantages + np.array(values)
-        flat = lambda xs: np.concatenate(xs, axis=0)
+
+        def flat(parts: list[np.ndarray]) -> np.ndarray:
+            return np.concatenate(parts, axis=0)
+
         return flat(states), flat(actions), flat(logps), advantages.ravel(), returns.ravel()
 
     def _update(
@@ -150,4 +153,5 @@ class KnobMoveAgent:
 def _softmax(logits: np.ndarray) -> np.ndarray:
     z = logits - logits.max(axis=-1, keepdims=True)
     e = np.exp(z)
-    return e / e.sum(axis=-1, keepdims=True)
+    probabilities: np.ndarray = e / e.sum(axis=-1, keepdims=True)
+    return probabilities

@@ -14,8 +14,8 @@ Knobs are ordinal positions (numbers) or categories (strings, booleans), as in t
 ``optuna`` strategy. A proposal outside the space's constraints is told back as a bad trial of
 the throwaway study and asked again; so is a repeat. No study is kept between calls (the only
 state is a call counter that seeds each one), so a replayed job proposes what the original did.
-Cost: 30-220 ms per call of 4 proposals on a 4,362-config space with 10-200 trials in the study
-(2-core VM), which is why ``auto`` does not pool it (docs/benchmarks.md).
+A study is rebuilt on every call, so a call costs far more than the other proposal sources;
+why ``auto`` does not pool it: docs/benchmarks.md, "tuner/proposals/tpe.py".
 """
 
 from __future__ import annotations

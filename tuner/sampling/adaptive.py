@@ -76,7 +76,8 @@ class AdaptiveSampler:
     def _encode(self, indices: np.ndarray) -> np.ndarray:
         positions = self.space.positions(indices).astype(float)
         sizes = np.array([max(1, len(p.values) - 1) for p in self.space.parameters], dtype=float)
-        return positions / sizes
+        scaled: np.ndarray = positions / sizes
+        return scaled
 
     def _cluster(self, points: np.ndarray, n: int) -> np.ndarray:
         """k-means with k at the knee of the inertia curve over k = n, 2n, 4n (capped)."""

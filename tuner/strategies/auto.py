@@ -8,10 +8,7 @@ neighbours of the best measurements, model-based annealing, and the PPO agent; t
 keeps looking elsewhere. With measurements of the same space in the log (other GPUs), the first
 batch is already ranked by the transferred model.
 
-The share was compared (1/4 to all of each plan) on the recorded spaces of
-``../shared/datasets`` and on 20 more recordings of the public Benchmark Hub (other GPUs, and
-the gemm kernel); from a half to seven eighths the results were within noise of each other,
-and clearly better than without the moves on the 20 (docs/benchmarks.md).
+How the share was chosen: docs/benchmarks.md, "tuner/strategies/auto.py".
 
 **Insurance against a misleading log.** Transfer assumes the target GPU ranks the space like
 the GPUs in the log. When it does not (an AMD GPU after NVIDIA ones), the first incumbents sit

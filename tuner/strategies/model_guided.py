@@ -182,8 +182,8 @@ class ModelGuided(Strategy):
 
     def plan_seconds(self, n: int) -> float:
         """Estimated time of a plan of ``n`` proposals on a slow machine: a linear model in the
-        configs scored per plan, the model's training rows and ``n``, fitted to this strategy's
-        plans on the 2-core development VM (docs/benchmarks.md, "Tuner time"). An estimate, not
+        configs scored per plan, the model's training rows and ``n``, its constants fitted (rounded
+        up) to this strategy's timed plans (docs/benchmarks.md, "Tuner time"). An estimate, not
         a clock reading, so that plan lengths, and the proposals, depend on the seed and the
         measurements alone."""
         scored = min(len(self.space), self.exhaustive_limit)
@@ -270,7 +270,7 @@ class ModelGuided(Strategy):
         return score + self.beta * uncertainty
 
     def best_measured(self, k: int) -> np.ndarray:
-        ok = sorted((o.time_ms, i) for i, o in self._obs.items() if o.ok)  # type: ignore[misc]
+        ok = sorted((o.time_ms, i) for i, o in self._obs.items() if o.ok)
         return np.array([i for _, i in ok[:k]], dtype=np.int64)
 
     def top_predicted(self, k: int, taken: set[int]) -> np.ndarray:

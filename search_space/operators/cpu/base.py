@@ -76,7 +76,7 @@ class CSource:
 
 
 def c_template(name: str) -> str:
-    """The text of a C template shipped in ``search_space/operators/host/c``."""
+    """The text of a C template shipped in ``search_space/operators/cpu/c``."""
     return (
         resources.files("ktune.search_space.operators.cpu")
         .joinpath(f"c/{name}")

@@ -1,0 +1,436 @@
+"""The options a job stores for its source: one typed, frozen class per kind of source.
+
+=============  =================  =========  ===============================================
+kind           class              backend    names
+=============  =================  =========  ===============================================
+replay         ReplayOptions      replay     a recording (path, digest), a T1 spec, speed
+GPU operator   GpuOptions         cupy       an operator's workload on local CUDA ``device``
+Ray            RayOptions         ray        an operator's workload on a Ray cluster's GPU
+custom kernel  CustomOptions      cupy, ray  the kernel of a T1 spec, locally or on Ray
+CPU operator   CpuOptions         cpu        a CPU operator's workload on this machine's CPU
+=============  =================  =========  ===============================================
+
+Each validates itself when built and converts to and from the JSON of the job's ``options``
+column (``to_json``, :func:`options_from_json`). The JSON is the one ktune wrote before these
+classes existed, so that older jobs resume. What a source finds when it opens (a recording's
+digest; a device's name, the space's fingerprint and, for a custom kernel, the workload) is
+None until then and pinned after; a resumed job's source must find the same
+(``check_same``). :class:`JobOptions` adds what the column holds for the job rather than its
+source: the budget's patience.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Self
+
+from ktune.search_space.workload import Workload
+from ktune.tuner.bounds import MAX_REPLAY_SPEED, MIN_REPLAY_SPEED
+from ktune.tuner.measure.ray_pool import RayPlacement
+from ktune.tuner.measure.timing import TimingSettings
+from ktune.tuner.sources.base import SourceError, SourceOptions
+
+__all__ = [
+    "BACKENDS",
+    "DEFAULT_TIMEOUT_S",
+    "AnyOptions",
+    "CpuOptions",
+    "CustomOptions",
+    "GpuOptions",
+    "JobOptions",
+    "MeasuredOptions",
+    "RayOptions",
+    "ReplayOptions",
+    "check_same",
+    "options_from_json",
+]
+
+#: the backends a job may name (``ktune worker --backend``, ``KTUNE_RUNNER_BACKENDS``)
+BACKENDS: tuple[str, ...] = ("replay", "cupy", "ray", "cpu")
+#: seconds one measurement may take before its worker is killed, unless the job says
+DEFAULT_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReplayOptions:
+    """A recorded space replayed: ``recording`` (its path; ``digest`` once opened), optionally
+    the space of a T1 ``spec`` over the same parameters, extra ``constraints``, and ``speed``
+    (spend the recorded time in real time, this many times faster; None: at once)."""
+
+    recording: Path
+    digest: str | None = None
+    spec: Path | None = None
+    constraints: tuple[str, ...] = ()
+    speed: float | None = None
+
+    @property
+    def backend(self) -> str:
+        return "replay"
+
+    def __post_init__(self) -> None:
+        _check_constraints(self.constraints)
+        if self.speed is not None and not MIN_REPLAY_SPEED <= self.speed <= MAX_REPLAY_SPEED:
+            raise SourceError(
+                f"replay speed must be {MIN_REPLAY_SPEED:g}..{MAX_REPLAY_SPEED:g}, got {self.speed}"
+            )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "replay": str(self.recording),
+            "digest": self.digest,
+            "spec": str(self.spec) if self.spec else None,
+            "constraints": list(self.constraints),
+            "replay_speed": self.speed,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Self:
+        read = _Json(data)
+        spec = read.optional_text("spec")
+        return cls(
+            recording=Path(read.text("replay")),
+            digest=read.optional_text("digest"),
+            spec=Path(spec) if spec else None,
+            constraints=read.texts("constraints"),
+            speed=read.optional_number("replay_speed"),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Measured:
+    """What every source measured on a real device is given: extra ``constraints``, a
+    ``timeout_s`` per measurement and the ``timing``; and what it pins when opened."""
+
+    constraints: tuple[str, ...] = ()
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    timing: TimingSettings = field(default_factory=TimingSettings)
+    device_name: str | None = None
+    space_fingerprint: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_constraints(self.constraints)
+        if isinstance(self.timeout_s, bool) or not self.timeout_s > 0:
+            raise SourceError(f"timeout must be > 0 seconds, got {self.timeout_s}")
+
+    def _measured_json(self) -> dict[str, Any]:
+        return {
+            "device_name": self.device_name,
+            "constraints": list(self.constraints),
+            "timeout_s": self.timeout_s,
+            "timing": asdict(self.timing),
+            "space": self.space_fingerprint,
+        }
+
+    @staticmethod
+    def _measured_fields(read: _Json) -> dict[str, Any]:
+        return {
+            "constraints": read.texts("constraints"),
+            "timeout_s": read.number("timeout_s", DEFAULT_TIMEOUT_S),
+            "timing": read.timing("timing"),
+            "device_name": read.optional_text("device_name"),
+            "space_fingerprint": read.optional_text("space"),
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuOptions(_Measured):
+    """A registered GPU operator's ``workload`` on the local CUDA device ``device``."""
+
+    operator: str
+    workload: Workload
+    device: int = 0
+
+    @property
+    def backend(self) -> str:
+        return "cupy"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_workload(self.operator, self.workload)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "operator": self.operator,
+            "workload": self.workload.key,
+            "t1": None,
+            "device": self.device,
+            **self._measured_json(),
+            "ray": None,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Self:
+        read = _Json(data)
+        return cls(
+            operator=read.text("operator"),
+            workload=read.workload("workload"),
+            device=read.integer("device", 0),
+            **cls._measured_fields(read),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class RayOptions(_Measured):
+    """A registered GPU operator's ``workload`` on a GPU of a Ray cluster (``placement``)."""
+
+    operator: str
+    workload: Workload
+    placement: RayPlacement
+
+    @property
+    def backend(self) -> str:
+        return "ray"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_workload(self.operator, self.workload)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "operator": self.operator,
+            "workload": self.workload.key,
+            "t1": None,
+            "device": 0,
+            **self._measured_json(),
+            "ray": self.placement.to_options(),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Self:
+        """The stored address gives way to ``$KTUNE_RAY_ADDRESS`` (``RayPlacement``)."""
+        read = _Json(data)
+        placement = read.placement("ray")
+        if placement is None:
+            raise SourceError("the job's options: a Ray job names no Ray placement")
+        return cls(
+            operator=read.text("operator"),
+            workload=read.workload("workload"),
+            placement=placement,
+            **cls._measured_fields(read),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class CustomOptions(_Measured):
+    """The kernel of the T1 spec ``t1`` (its ``KernelFile``) on the local CUDA ``device``, or
+    on a Ray cluster's GPU with a ``placement``. ``workload`` is the one the spec names,
+    pinned when opened."""
+
+    t1: Path
+    device: int = 0
+    placement: RayPlacement | None = None
+    workload: Workload | None = None
+
+    @property
+    def backend(self) -> str:
+        return "ray" if self.placement else "cupy"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "operator": "custom",
+            "workload": self.workload.key if self.workload else None,
+            "t1": str(self.t1),
+            "device": self.device,
+            **self._measured_json(),
+            "ray": self.placement.to_options() if self.placement else None,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Self:
+        read = _Json(data)
+        return cls(
+            t1=Path(read.text("t1")),
+            device=read.integer("device", 0),
+            placement=read.placement("ray"),
+            workload=read.workload("workload") if read.given("workload") else None,
+            **cls._measured_fields(read),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class CpuOptions(_Measured):
+    """A CPU operator's ``workload`` on this machine's CPU."""
+
+    operator: str
+    workload: Workload
+
+    @property
+    def backend(self) -> str:
+        return "cpu"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_workload(self.operator, self.workload)
+
+    def to_json(self) -> dict[str, Any]:
+        measured = self._measured_json()
+        return {"operator": self.operator, "workload": self.workload.key, **measured}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Self:
+        read = _Json(data)
+        return cls(
+            operator=read.text("operator"),
+            workload=read.workload("workload"),
+            **cls._measured_fields(read),
+        )
+
+
+MeasuredOptions = GpuOptions | RayOptions | CustomOptions | CpuOptions
+AnyOptions = ReplayOptions | MeasuredOptions
+
+
+def check_same(stored: MeasuredOptions, found: MeasuredOptions, where: str) -> None:
+    """Refuse to run a job on another workload, device or space than it started with:
+    ``stored`` are the job's options, ``found`` those pinned by the source just opened, on the
+    device ``where`` (for the message)."""
+    if stored.workload is not None and found.workload is not None:
+        if stored.workload.key != found.workload.key:
+            raise SourceError(
+                f"the job's workload {stored.workload.key} is now {found.workload.key}: "
+                "its kernel spec changed"
+            )
+    if stored.device_name and found.device_name != stored.device_name:
+        raise SourceError(f"the job ran on {stored.device_name}, {where} is {found.device_name}")
+    if stored.space_fingerprint and found.space_fingerprint != stored.space_fingerprint:
+        raise SourceError(
+            "the job's search space changed since it started (different device limits or ktune)"
+        )
+
+
+def options_from_json(backend: str, data: Mapping[str, Any]) -> AnyOptions:
+    """The options of a job with ``backend`` whose options column holds ``data``."""
+    if not isinstance(data, Mapping):
+        raise SourceError("the job's options are not a JSON object")
+    if backend == "replay":
+        return ReplayOptions.from_json(data)
+    if backend == "cpu":
+        return CpuOptions.from_json(data)
+    if backend in ("cupy", "ray"):
+        if data.get("operator") == "custom":
+            custom = CustomOptions.from_json(data)
+            if custom.backend != backend:
+                raise SourceError(f"the job's options: a {backend} job's Ray placement is wrong")
+            return custom
+        return RayOptions.from_json(data) if backend == "ray" else GpuOptions.from_json(data)
+    raise SourceError(f"backend {backend!r} is not one this ktune can run ({', '.join(BACKENDS)})")
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    """All a job's ``options`` column holds: its ``source``'s options and the budget's
+    ``patience`` (measurements without a new best before the job stops; None: no limit)."""
+
+    source: SourceOptions
+    patience: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.patience is not None and (
+            isinstance(self.patience, bool)
+            or not isinstance(self.patience, int)
+            or self.patience <= 0
+        ):
+            raise SourceError(f"patience must be > 0 measurements, got {self.patience!r}")
+
+    @property
+    def backend(self) -> str:
+        return self.source.backend
+
+    def to_json(self) -> dict[str, Any]:
+        data = self.source.to_json()
+        if self.patience is not None:
+            data["patience"] = self.patience
+        return data
+
+    @classmethod
+    def from_json(cls, backend: str, data: Mapping[str, Any]) -> JobOptions:
+        source = options_from_json(backend, data)
+        return cls(source, _Json(data).optional_integer("patience"))
+
+
+def _check_constraints(constraints: Sequence[str]) -> None:
+    if not isinstance(constraints, tuple) or not all(isinstance(c, str) for c in constraints):
+        raise SourceError(f"constraints must be a tuple of strings, got {constraints!r}")
+
+
+def _check_workload(operator: str, workload: Workload) -> None:
+    if workload.operator != operator:
+        raise SourceError(f"workload {workload.key} is not one of operator {operator!r}")
+
+
+class _Json:
+    """Typed reads of a stored options object; a bad field is a :class:`SourceError` naming
+    it. Fields older jobs lack read as their defaults."""
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        self._data = data
+
+    def given(self, key: str) -> bool:
+        return self._data.get(key) is not None
+
+    def _bad(self, key: str, what: str) -> SourceError:
+        return SourceError(f"the job's options: {key} must be {what}, not {self._data.get(key)!r}")
+
+    def text(self, key: str) -> str:
+        value = self._data.get(key)
+        if not isinstance(value, str) or not value:
+            raise self._bad(key, "a non-empty string")
+        return value
+
+    def optional_text(self, key: str) -> str | None:
+        return self.text(key) if self.given(key) else None
+
+    def number(self, key: str, default: float) -> float:
+        value = self._data.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self._bad(key, "a number")
+        return float(value)
+
+    def optional_number(self, key: str) -> float | None:
+        return self.number(key, 0.0) if self.given(key) else None
+
+    def integer(self, key: str, default: int) -> int:
+        value = self._data.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self._bad(key, "an integer")
+        return value
+
+    def optional_integer(self, key: str) -> int | None:
+        return self.integer(key, 0) if self.given(key) else None
+
+    def texts(self, key: str) -> tuple[str, ...]:
+        value = self._data.get(key) or []
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+            raise self._bad(key, "a list of strings")
+        return tuple(value)
+
+    def _object(self, key: str) -> dict[str, Any] | None:
+        value = self._data.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, Mapping):
+            raise self._bad(key, "an object")
+        return dict(value)
+
+    def workload(self, key: str) -> Workload:
+        try:
+            return Workload.from_key(self.text(key))
+        except ValueError as exc:
+            raise SourceError(f"the job's options: {exc}") from None
+
+    def timing(self, key: str) -> TimingSettings:
+        try:
+            return TimingSettings(**(self._object(key) or {}))
+        except (TypeError, ValueError):
+            raise self._bad(key, "timing settings") from None
+
+    def placement(self, key: str) -> RayPlacement | None:
+        stored = self._object(key)
+        if stored is None:
+            return None
+        try:
+            return RayPlacement.from_options(stored)
+        except (TypeError, ValueError):
+            raise self._bad(key, "a Ray placement") from None
