@@ -18,6 +18,9 @@ from ktune.tuner.runner import Runner
 from tests.optional import require
 from tests.server.client import AUTH, make_client
 
+#: one local Ray at a time: under pytest-xdist, every Ray test runs in the same worker
+pytestmark = pytest.mark.xdist_group("ray")
+
 MATMUL: dict[str, Any] = {
     "operator": "matmul",
     "shape": "256x256x256",

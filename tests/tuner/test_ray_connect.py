@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from ktune.tuner.measure.ray_pool import connect
 from tests.optional import require
 
 ray = require("ray")  # skipped (or, in CI, failed) without it
+#: one local Ray at a time: under pytest-xdist, every Ray test runs in the same worker
+pytestmark = pytest.mark.xdist_group("ray")
 
 
 def test_slots_that_join_at_once_all_get_the_one_connection() -> None:

@@ -36,6 +36,8 @@ from tests.optional import require
 from tests.tuner.pool_contract import assert_isolation
 
 ray = require("ray")  # skipped (or, in CI, failed) without it
+#: one local Ray at a time: under pytest-xdist, every Ray test runs in the same worker
+pytestmark = pytest.mark.xdist_group("ray")
 
 #: actors without GPUs: the cluster here has none, and the planted functions need none
 CPU = RayPlacement("local", workers=1, num_gpus=0)
