@@ -8,10 +8,10 @@ import json
 import stat
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ktune.db import JobRecord, TrialRecord
-from ktune.search_space.formats.writing import replace_atomically
+if TYPE_CHECKING:
+    from ktune.db.records import JobRecord, TrialRecord
 
 __all__ = [
     "format_config",
@@ -76,6 +76,8 @@ def write_text_atomic(path: Path, text: str) -> None:
     on every run (``ktune best -f header -o``) rebuilds only what an answer changed."""
     path = path.expanduser()
     if not _holds(path, text):
+        from ktune.search_space.formats.writing import replace_atomically
+
         replace_atomically(path, text.encode("utf-8"))
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -189,3 +191,21 @@ def test_plain_urls_read_as_sqlalchemy_reads_them(url: str) -> None:
 )
 def test_other_urls_go_to_sqlalchemy(url: str) -> None:
     assert parse_plain(url) is None
+
+
+def test_a_lookup_imports_no_sqlalchemy_nor_numpy(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'k.db'}"
+    tuned_log(url)
+    code = (
+        "import sys\n"
+        "from ktune.db.lookup_records import LookupQuery\n"
+        "from ktune.db.reader import open_read_only\n"
+        f"log = open_read_only({url!r})\n"
+        "for shape in ((1024, 1024), (3000, 3000)):\n"
+        "    key = 'mm/' + 'x'.join(map(str, shape)) + '/float32'\n"
+        "    assert log.lookup(LookupQuery(key, 'mm', shape, 'float32', '', 'A')) is not None\n"
+        "heavy = ('sqlalchemy', 'alembic', 'numpy', 'pydantic')\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & set(heavy)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
