@@ -15,6 +15,8 @@ from ktune.cli.output import (
     format_config,
     format_duration,
     format_ms,
+    job_row,
+    jobs_csv,
     trial_row,
     trials_csv,
 )
@@ -33,6 +35,12 @@ class TrialFormat(str, Enum):
     csv = "csv"
 
 
+class JobFormat(str, Enum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
 def jobs(
     state: Annotated[
         str | None,
@@ -41,6 +49,14 @@ def jobs(
     limit: Annotated[
         int, typer.Option("--limit", help="At most this many jobs, newest first.")
     ] = 50,
+    fmt: Annotated[
+        JobFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            help="table | json (the fields of GET /v1/jobs/{id} the log holds) | csv.",
+        ),
+    ] = JobFormat.table,
     db: DbOption = None,
 ) -> None:
     """List tuning jobs, newest first."""
@@ -49,6 +65,12 @@ def jobs(
     check_range("--limit", limit, 1, MAX_LIMIT)
     with open_log(db, read_only=True) as tlog:
         rows = tlog.list_jobs(state=state, limit=limit)
+    if fmt is JobFormat.json:
+        print(json.dumps([job_row(j) for j in rows], indent=1))
+        return
+    if fmt is JobFormat.csv:
+        print(jobs_csv(rows), end="")
+        return
     table = _table(
         "job", "state", "strategy", "workload", "device", "trials", "best", "clock", "created"
     )

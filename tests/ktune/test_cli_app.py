@@ -102,3 +102,26 @@ def test_a_build_time_lookup_loads_only_what_it_needs(log: str, fmt: str, shape:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.splitlines()[-1] == "[]"
+
+
+def test_jobs_for_scripts(log: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "jobs", "--format", "json", "--db", log)
+    rows = json.loads(out)
+    assert code == 0 and [r["id"] for r in rows] == [2, 1]
+    first = rows[-1]
+    assert {k: first[k] for k in ("state", "workload", "device", "backend", "strategy")} == {
+        "state": "done",
+        "workload": "kw/1024x1024/-",
+        "device": A4000,
+        "backend": "replay",
+        "strategy": "random",
+    }
+    assert first["budget"] == {"trials": 10, "seconds": 60.0, "target_ms": None}
+    assert first["best_trial"] == 0 and first["best_config"] == {"block": 32}
+    assert first["created_at"].endswith("Z") and first["seed"] == 7
+    code, out, _ = run(capsys, "jobs", "-f", "csv", "--state", "done", "--db", log)
+    lines = out.splitlines()
+    assert code == 0 and lines[0].startswith("id,state,workload,device,backend,strategy,seed")
+    assert [line.split(",")[0] for line in lines[1:]] == ["2", "1"]
+    code, out, _ = run(capsys, "jobs", "--db", log)
+    assert code == 0 and "kw/4096x4096/-" in out
