@@ -45,6 +45,7 @@ __all__ = [
     "ConstraintError",
     "DatabaseError",
     "DatabaseInputError",
+    "database_of",
     "default_url",
     "in_memory",
     "make_engine",
@@ -92,6 +93,11 @@ def resolve_url(url: str | None = None, *, make_dir: bool = True) -> str:
     """
     raw = url or os.environ.get(ENV_VAR) or default_url(make_dir=make_dir)
     return _parse(raw).render_as_string(hide_password=False)
+
+
+def database_of(url: str) -> str | None:
+    """The database part of ``url`` (a SQLite file's path, as the URL writes it)."""
+    return _parse(url).database
 
 
 def in_memory(url: str) -> bool:
@@ -258,5 +264,5 @@ def translate_errors(url: str, action: str = "use") -> Iterator[None]:
             raise DatabaseError(f"cannot write to {mask_url(url)}: {_one_line(exc)}") from exc
         if getattr(exc.orig, "sqlite_errorcode", None) == sqlite3.SQLITE_NOTADB:
             # raised by the first statement on the file (the pragmas of _set_sqlite_pragmas)
-            raise DatabaseInputError(f"{make_url(url).database} is not a SQLite database") from exc
+            raise DatabaseInputError(f"{database_of(url)} is not a SQLite database") from exc
         raise

@@ -16,16 +16,15 @@ ktune), and the database refuses writes (SQLite ``mode=ro``, a read-only Postgre
 
 from __future__ import annotations
 
-import sqlite3
 import threading
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, Self
 
 from ktune.db import lookup as tiers
-from ktune.db.errors import DatabaseError, DatabaseInputError, first_line
+from ktune.db.errors import DatabaseError, driver_errors
 from ktune.db.lookup_records import BestRecord, DeviceRecord, LookupQuery, LookupResult
 from ktune.db.revisions import schema_problem
 from ktune.db.shape_index import ShapeIndex
@@ -205,26 +204,15 @@ class LogReader:
             with self._errors("use"):
                 return self._rows(sql, params)
 
-    @contextmanager
-    def _errors(self, action: str) -> Iterator[None]:
+    def _errors(self, action: str) -> AbstractContextManager[None]:
         """Driver errors as a one-line :class:`DatabaseError`, as ``db.engine`` words them."""
-        try:
-            yield
-        except sqlite3.DatabaseError as exc:
-            if exc.sqlite_errorcode == sqlite3.SQLITE_NOTADB:
-                raise DatabaseInputError(
-                    f"{self._address.database} is not a SQLite database"
-                ) from exc
-            if isinstance(exc, sqlite3.OperationalError):
-                raise DatabaseError(f"cannot {action} {self.url}: {first_line(exc)}") from exc
-            raise
-        except sqlite3.InterfaceError as exc:
-            raise DatabaseError(f"cannot {action} {self.url}: {first_line(exc)}") from exc
-        except Exception as exc:
-            if not self._postgresql or not _postgresql_unreachable(exc):
-                raise
-            verb = "connect to" if self._conn is None or self._conn.broken else action
-            raise DatabaseError(f"cannot {verb} {self.url}: {first_line(exc)}") from exc
+        return driver_errors(
+            self.url,
+            action,
+            database=lambda: self._address.database,
+            postgresql=self._postgresql,
+            unreachable=lambda: self._conn is None or bool(self._conn.broken),
+        )
 
     # -- what a lookup reads (the queries of db.lookup) -----------------------------------
 
@@ -291,14 +279,6 @@ def _connect_postgresql(address: PlainUrl) -> Any:
         conn.close()
         raise
     return conn
-
-
-def _postgresql_unreachable(exc: Exception) -> bool:
-    """Whether ``exc`` is psycopg's word for a server that cannot be reached or used (what
-    SQLAlchemy calls an OperationalError or InterfaceError)."""
-    import psycopg
-
-    return isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError))
 
 
 def open_reader(url: str | None = None) -> LogReader | None:

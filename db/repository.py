@@ -24,7 +24,15 @@ from sqlalchemy import func as sqlfunc
 
 from ktune.db import best_rule, leases, stats, tokens
 from ktune.db import lookup as tiers
-from ktune.db.engine import DatabaseError, make_engine, mask_url, resolve_url, translate_errors
+from ktune.db.engine import (
+    DatabaseError,
+    database_of,
+    make_engine,
+    mask_url,
+    resolve_url,
+    translate_errors,
+)
+from ktune.db.errors import driver_errors
 from ktune.db.leases import LeaseLost
 from ktune.db.migrate import check_schema, ensure_schema
 from ktune.db.queries import (
@@ -83,6 +91,7 @@ class TuningLog:
             else engine
         )
         self._url = url
+        self._masked = mask_url(url)
         self._owner = owner  # set on a runner's view: job writes need its lease
         self._shapes = ShapeIndex()  # tuned shapes for the nearest-shape lookup
 
@@ -118,7 +127,7 @@ class TuningLog:
     @property
     def url(self) -> str:
         """The database URL, password masked."""
-        return mask_url(self._url)
+        return self._masked
 
     @property
     def read_only(self) -> bool:
@@ -528,15 +537,26 @@ class TuningLog:
 
     @contextmanager
     def _lookup_sql(self) -> Iterator[tiers.RunSql]:
-        """The lookup's queries run through this engine's driver connection."""
+        """The lookup's queries run through this engine's DB-API connection, as the read-only
+        reader runs them (``db.reader``): the same text, the same rows, the same errors."""
         with self._read() as conn:
+            dbapi = conn.connection
             postgresql = conn.dialect.name == "postgresql"
 
             def run(sql: str, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
-                text = tiers.pyformat(sql) if postgresql else sql
-                return conn.exec_driver_sql(text, dict(params)).all()
+                with driver_errors(self.url, "use", database=self._database, postgresql=postgresql):
+                    cursor = dbapi.cursor()
+                    try:
+                        cursor.execute(tiers.pyformat(sql) if postgresql else sql, dict(params))
+                        rows: Sequence[Sequence[Any]] = cursor.fetchall()
+                        return rows
+                    finally:
+                        cursor.close()
 
             yield run
+
+    def _database(self) -> str | None:
+        return database_of(self._url)
 
     def lookup(
         self,

@@ -209,3 +209,41 @@ def test_a_lookup_imports_no_sqlalchemy_nor_numpy(tmp_path: Path) -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_the_nearest_shape_is_the_same_with_numpy_or_without(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server (numpy loaded) and a build (no numpy) pick the same shape at the same distance:
+    the nearest by shape_distance, the smallest key among equals."""
+    import random
+
+    from ktune.db import shape_index
+
+    url = f"sqlite:///{tmp_path / 'k.db'}"
+    rng = random.Random(5)
+    sizes = [1, 3, 64, 96, 128, 1000, 4096]
+    tuned = sorted({tuple(rng.choice(sizes) for _ in range(3)) for _ in range(60)})
+    with TuningLog.open(url) as log:
+        dev = log.get_or_create_device("A")
+        for shape in tuned:
+            w = log.get_or_create_workload(f"mm/{'x'.join(map(str, shape))}/f", "mm", shape, "f")
+            log.add_trials(None, w.id, dev.id, "import", [TrialIn({}, "c", "ok", time_ms=1.0)])
+    asked = [tuple(rng.choice([*sizes, 7, 2048, 5000]) for _ in range(3)) for _ in range(200)]
+    answers = {}
+    numpy = pytest.importorskip("numpy")
+    for mode, loaded in (("numpy", numpy), ("plain", None)):
+        monkeypatch.setattr(shape_index, "_numpy", lambda loaded=loaded: loaded)
+        with open_read_only(url) as reader:
+            answers[mode] = [reader._shapes.nearest(reader._run, _q(s)) for s in asked]
+    assert answers["numpy"] == answers["plain"]
+    for shape, (key, distance) in zip(asked, answers["plain"]):
+        best = min(shape_distance(shape, t) for t in tuned)
+        ties = sorted(
+            f"mm/{'x'.join(map(str, t))}/f" for t in tuned if shape_distance(shape, t) == best
+        )
+        assert (key, distance) == (ties[0], best)
+
+
+def _q(shape: tuple[int, ...]) -> LookupQuery:
+    return LookupQuery(f"mm/{'x'.join(map(str, shape))}/f", "mm", shape, "f", "", "A")
