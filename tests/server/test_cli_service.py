@@ -195,8 +195,8 @@ def test_best_json_and_env_give_the_lookup(
 def test_env_says_while_the_answer_is_still_being_tuned() -> None:
     """A Makefile that includes the env answer can tell a final answer from a provisional one."""
     from ktune import Answer
-    from ktune.tuner.lookup import render_env
     from ktune.db.records import LookupQuery
+    from ktune.tuner.lookup import render_env
 
     query = LookupQuery("matmul/64x64x64/float32", "matmul", (64, 64, 64), "float32", "", A100)
     answer = Answer(

@@ -375,3 +375,29 @@ def test_best_finds_what_tune_just_tuned_as_tune_asked_it(
         db,
     )
     assert code == 2 and err.startswith("error: --dtype: cpu_matmul: dtype 'float16'")
+
+
+def test_a_url_of_any_form_is_read(capsys: pytest.CaptureFixture[str], odd: str) -> None:
+    """The reader takes the plain forms; any other (here a SQLite file: URI) is read through
+    the full log, with the same answer."""
+    if not odd.startswith("sqlite:///"):
+        pytest.skip("a SQLite file URI")
+    uri = f"sqlite:///file:{odd.removeprefix('sqlite:///')}?mode=ro&uri=true"
+    plain = ktune.lookup("kw", "1000x1000", device=A4000, db=odd)
+    other = ktune.lookup("kw", "1000x1000", device=A4000, db=uri)
+    assert plain is not None and other is not None and plain.to_dict() == other.to_dict()
+    code, out, _ = run(
+        capsys,
+        "best",
+        "--operator",
+        "kw",
+        "--shape",
+        "1000x1000",
+        "-d",
+        A4000,
+        "-f",
+        "json",
+        "--db",
+        uri,
+    )
+    assert code == 0 and json.loads(out) == plain.to_dict()
