@@ -1,12 +1,12 @@
 """The ``ktune`` command line. Every error is one line on stderr and a non-zero exit.
 
-:data:`COMMANDS` names each command with its module and its one-line help. :func:`main` runs
-``ktune NAME ...`` by importing that command's module alone and running the command as its
-own program (``ktune NAME``); anything else (``ktune``, ``ktune --help``, a mistyped name) goes
-to :data:`app`, the Typer group of ``ktune.cli.root``, which lists the commands from the table
-without importing them. So ``ktune --help`` loads Typer and nothing of ours, and ``ktune best``
-(run once per kernel by a build; argparse) loads neither Typer nor pydantic. ``ktune --help``
-is plain text; a command's own ``--help`` is formatted as its framework formats it.
+:data:`COMMANDS` names each command with its module and its one-line help. :func:`main` prints
+``ktune --help`` from the table and runs ``ktune NAME ...`` by importing that command's module
+alone, running the command as its own program (``ktune NAME``). So ``ktune --help`` loads
+nothing of the commands (not even Typer), and ``ktune best`` (run once per kernel by a build;
+argparse) loads neither Typer nor pydantic. A command's own ``--help`` is formatted as its
+framework formats it. :data:`app` is the Typer group of them all, for tools that parse a
+command line as ktune would (``ktune.cli.root``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,9 @@ if TYPE_CHECKING:
 #: from 1, "nothing tuned answers that")
 EXIT_LOG_UNAVAILABLE = 4
 
-__all__ = ["COMMANDS", "EXIT_LOG_UNAVAILABLE", "Entry", "app", "load", "main"]
+__all__ = ["COMMANDS", "EXIT_LOG_UNAVAILABLE", "HELP", "Entry", "app", "load", "main", "usage"]
+
+HELP = "ktune: autotuning of GPU kernel schedules, with a tuning log read at build time."
 
 
 class Entry(NamedTuple):
@@ -111,23 +113,43 @@ def __getattr__(name: str) -> Any:
     return group
 
 
-def _root() -> Any:
-    import typer
+def usage() -> str:
+    """``ktune --help``: what ktune is, and every command with its one-line help."""
+    import shutil
+    import textwrap
 
-    from ktune.cli.root import app as group
-
-    return typer.main.get_command(group)
+    width = min(shutil.get_terminal_size((80, 24)).columns, 100)
+    indent = max(len(name) for name in COMMANDS) + 4
+    lines = [
+        "Usage: ktune COMMAND [ARGS]...",
+        "",
+        *textwrap.wrap(HELP, width, initial_indent="  ", subsequent_indent="  "),
+        "",
+        "Commands:",
+    ]
+    for name, entry in COMMANDS.items():
+        lines += textwrap.wrap(
+            entry.help,
+            width,
+            initial_indent=f"  {name:<{indent - 2}}",
+            subsequent_indent=" " * indent,
+        )
+    lines += ["", "Run `ktune COMMAND --help` for a command's options."]
+    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("--help", "-h"):
+        print(usage())
+        return 0
+    if args[0] not in COMMANDS:
+        what = "option" if args[0].startswith("-") else "command"
+        return _fail(f"No such {what} {args[0]!r}: run `ktune --help` for the commands.", 2)
     try:
-        if args and args[0] in COMMANDS:
-            command = load(args[0])
-            code = command.main(args=args[1:], prog_name=f"ktune {args[0]}", standalone_mode=False)
-        else:
-            code = _root().main(args=args, prog_name="ktune", standalone_mode=False)
+        command = load(args[0])
+        code = command.main(args=args[1:], prog_name=f"ktune {args[0]}", standalone_mode=False)
     except CliError as exc:
         return _fail(str(exc), exc.code)
     except KeyboardInterrupt:

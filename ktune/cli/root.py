@@ -1,8 +1,7 @@
-"""The ``ktune`` group (``ktune.cli.app.app``): its help lists the commands of
-``ktune.cli.app.COMMANDS`` from the table, without importing them; a command it is asked for
-is loaded then (for tools that parse a command line, e.g. the compose test). Commands run
-through ``ktune.cli.app.main``, which loads and runs ``ktune NAME ...`` without the group:
-``ktune best`` is not a Typer command and runs only there."""
+"""The ``ktune`` group (``ktune.cli.app.app``), for tools that parse a command line as ktune
+would (the compose test): it lists the commands of ``ktune.cli.app.COMMANDS`` from the table
+and loads one when asked for it. ``ktune.cli.app.main`` runs commands without it; ``ktune
+best`` is not a Typer command and runs only there."""
 
 from __future__ import annotations
 
@@ -11,7 +10,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from ktune.cli.app import COMMANDS, load
+from ktune.cli.app import COMMANDS, HELP, load
 
 __all__ = ["app"]
 
@@ -30,7 +29,7 @@ class LazyGroup(TyperGroup):
 
 app = typer.Typer(
     name="ktune",
-    help="ktune: autotuning of GPU kernel schedules, with a tuning log read at build time.",
+    help=HELP,
     cls=LazyGroup,
     invoke_without_command=True,
     add_completion=False,
