@@ -16,13 +16,12 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
-import stat
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import unquote, urlsplit
 
 import platformdirs
 from sqlalchemy import Engine, create_engine, event
@@ -37,11 +36,16 @@ from sqlalchemy.exc import (
 )
 from sqlalchemy.pool import StaticPool
 
+from ktune.db.errors import ConstraintError, DatabaseError, DatabaseInputError, first_line
+from ktune.db.sqlite_files import SQLITE_BUSY_TIMEOUT_S, connect_read_only, existing_file
+from ktune.db.urls import CONNECT_TIMEOUT_S, ENV_VAR
+
 __all__ = [
     "ENV_VAR",
     "ConstraintError",
     "DatabaseError",
     "DatabaseInputError",
+    "database_of",
     "default_url",
     "in_memory",
     "make_engine",
@@ -50,29 +54,8 @@ __all__ = [
     "translate_errors",
 ]
 
-ENV_VAR = "KTUNE_DATABASE_URL"
-SQLITE_BUSY_TIMEOUT_S = 30
-CONNECT_TIMEOUT_S = 5
 _BACKENDS = ("sqlite", "postgresql")
 _PG_READ_ONLY_TRANSACTION = "25006"  # SQLSTATE of a write in a read-only session or standby
-
-
-class DatabaseError(RuntimeError):
-    """The tuning log cannot be reached or used: bad URL, unreachable server, schema too new.
-
-    ``ConstraintError`` (a subclass) means a write broke a rule of the schema and was
-    rolled back entirely.
-    """
-
-
-class ConstraintError(DatabaseError):
-    """A write broke a constraint (e.g. a job measuring one config twice); nothing was written."""
-
-
-class DatabaseInputError(DatabaseError):
-    """The URL names no database ktune can use: it is not a URL, names another database
-    system, or names a file that is not a SQLite database. The input is wrong, not the
-    database: retrying cannot help."""
 
 
 def default_url(*, make_dir: bool = True) -> str:
@@ -110,6 +93,11 @@ def resolve_url(url: str | None = None, *, make_dir: bool = True) -> str:
     """
     raw = url or os.environ.get(ENV_VAR) or default_url(make_dir=make_dir)
     return _parse(raw).render_as_string(hide_password=False)
+
+
+def database_of(url: str) -> str | None:
+    """The database part of ``url`` (a SQLite file's path, as the URL writes it)."""
+    return _parse(url).database
 
 
 def in_memory(url: str) -> bool:
@@ -230,12 +218,12 @@ def _check_folder(parsed: URL, file: Path) -> None:
 
 def _read_only_engine(parsed: URL) -> Engine:
     """An engine that cannot write: SQLite opened with ``mode=ro`` (see
-    :func:`_connect_read_only`), PostgreSQL with read-only sessions."""
+    :func:`db.sqlite_files.connect_read_only`), PostgreSQL with read-only sessions."""
     if parsed.get_backend_name() == "sqlite":
         file = _existing_file(parsed)
         return create_engine(
             URL.create("sqlite", database=str(file)),  # a file URL: pooled as usual
-            creator=lambda: _connect_read_only(file),
+            creator=lambda: connect_read_only(file),
         )
     connect_args: dict[str, Any] = {}
     if "connect_timeout" not in parsed.query:
@@ -247,49 +235,7 @@ def _read_only_engine(parsed: URL) -> Engine:
 
 def _existing_file(parsed: URL) -> Path:
     """The SQLite file of ``parsed``, which must exist: a read-only open creates none."""
-    file = _sqlite_file(parsed)
-    if file is None:
-        raise DatabaseError(f"no such tuning log: {mask_url(parsed)} is in memory")
-    try:
-        mode = file.stat().st_mode
-    except (FileNotFoundError, NotADirectoryError):
-        raise DatabaseError(
-            f"no such tuning log: {mask_url(parsed)} (a tuning job or an import creates it)"
-        ) from None
-    except OSError as exc:
-        raise DatabaseError(f"cannot use {mask_url(parsed)}: {exc.strerror or exc}") from exc
-    if not stat.S_ISREG(mode):
-        raise DatabaseError(f"no such tuning log: {mask_url(parsed)} (not a file)")
-    return file
-
-
-def _connect_read_only(file: Path) -> sqlite3.Connection:
-    """A read-only connection to ``file``, readable even on a read-only filesystem.
-
-    ``mode=ro`` locks as usual, so it sees what a live writer has committed. On a WAL log
-    it needs the ``-shm`` file beside it, and where that cannot be made (a read-only
-    folder or filesystem) SQLite refuses; then the file is opened ``immutable``: read
-    without locks, which is safe as nothing can write the log there either.
-    """
-    uri = f"file:{quote(str(file.absolute()))}?mode=ro"
-    conn = _sqlite_connect(uri)
-    try:
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # opens the WAL index
-    except sqlite3.OperationalError as exc:
-        conn.close()
-        if exc.sqlite_errorcode not in (sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY_DIRECTORY):
-            raise
-        return _sqlite_connect(uri + "&immutable=1")
-    except BaseException:
-        conn.close()
-        raise
-    return conn
-
-
-def _sqlite_connect(uri: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(uri, uri=True, timeout=SQLITE_BUSY_TIMEOUT_S, check_same_thread=False)
-    conn.execute("PRAGMA query_only=ON")
-    return conn
+    return existing_file(_sqlite_file(parsed), mask_url(parsed))
 
 
 def _set_session_read_only(dbapi_connection: Any, _record: Any) -> None:
@@ -307,9 +253,7 @@ def _one_line(exc: BaseException) -> str:
     """The first informative line of a driver error, without SQLAlchemy's trailers."""
     if isinstance(exc, DBAPIError) and exc.orig is not None:
         exc = exc.orig
-    text = str(exc).strip().removeprefix("connection failed: ")  # psycopg's generic prefix
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[0] if lines else type(exc).__name__
+    return first_line(exc)
 
 
 @contextmanager
@@ -333,5 +277,5 @@ def translate_errors(url: str, action: str = "use") -> Iterator[None]:
             raise DatabaseError(f"cannot write to {mask_url(url)}: {_one_line(exc)}") from exc
         if getattr(exc.orig, "sqlite_errorcode", None) == sqlite3.SQLITE_NOTADB:
             # raised by the first statement on the file (the pragmas of _set_sqlite_pragmas)
-            raise DatabaseInputError(f"{make_url(url).database} is not a SQLite database") from exc
+            raise DatabaseInputError(f"{database_of(url)} is not a SQLite database") from exc
         raise

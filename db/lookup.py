@@ -10,26 +10,40 @@
    shape; ``ktune.lookup`` asks its cost model before taking this one).
 
 Ties are broken by workload key, then device name, so an answer never depends on row order.
+
+The queries are plain SQL text run through :data:`RunSql`, a callable over a DB-API
+connection: :class:`db.TuningLog` runs them through its engine's driver connection, the
+read-only reader of ``db.reader`` through ``sqlite3`` or ``psycopg`` alone (a build-time
+lookup then imports no SQLAlchemy). One text, one decoding of rows: both give the same
+answers. Nothing here imports SQLAlchemy.
 """
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Callable, Iterable, Sequence
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
+from datetime import UTC, datetime
+from functools import cache
+from typing import Any, Protocol
 
-from sqlalchemy import Connection, bindparam
-
-from ktune.db.queries import device_t, family_query, to_tuned, tuned_query, workload_t
-from ktune.db.records import BestRecord, LookupQuery, LookupResult
-from ktune.db.shape_index import ShapeIndex
+from ktune.db.lookup_records import BestRecord, DeviceRecord, LookupQuery, LookupResult
 
 __all__ = [
     "DeviceDistance",
+    "RunSql",
+    "ShapeSource",
+    "best_count",
     "exact",
     "family_devices",
+    "family_shapes",
+    "get_device",
+    "list_devices",
     "lookup",
     "operator_ranks",
+    "pyformat",
     "rank_devices",
     "shape_distance",
     "tuned",
@@ -37,6 +51,11 @@ __all__ = [
 
 #: distance between two devices by name; None when it cannot be told (unknown device)
 DeviceDistance = Callable[[str, str], float | None]
+
+#: runs one SELECT with ``:name`` parameters and returns its rows (``db.reader`` and
+#: ``TuningLog`` give one over their connection; :func:`pyformat` turns the text into
+#: psycopg's parameter style)
+RunSql = Callable[[str, Mapping[str, Any]], Sequence[Sequence[Any]]]
 
 
 def shape_distance(a: Sequence[int], b: Sequence[int]) -> float:
@@ -50,19 +69,106 @@ def shape_distance(a: Sequence[int], b: Sequence[int]) -> float:
     return sum(abs(math.log2(x) - math.log2(y)) for x, y in zip(a, b))
 
 
-# Built once: the exact tier is the hot path of every build-time lookup.
-_EXACT = tuned_query().where(
-    workload_t.c.key == bindparam("workload_key"), device_t.c.name == bindparam("device")
+@cache
+def pyformat(sql: str) -> str:
+    """``sql`` with its ``:name`` parameters written as psycopg's ``%(name)s``."""
+    return re.sub(r"(?<![:\w]):(\w+)", r"%(\1)s", sql)
+
+
+# -- the queries -----------------------------------------------------------------------------
+
+_JOINS = (
+    " FROM best_config"
+    " JOIN workload ON best_config.workload_id = workload.id"
+    " JOIN device ON best_config.device_id = device.id"
+)
+#: best configs with their workload and device, the job and position (seq) of the trial that
+#: measured them (NULL outside any job), and whether a job of that workload and device is
+#: still queued or running (two comparisons, not IN: a plan that does not depend on a list)
+_TUNED = (
+    "SELECT workload.key, workload.operator, workload.shape, workload.dtype, workload.layout,"
+    " device.name, best_config.trial_id, best_config.time_ms, best_config.config,"
+    " best_config.updated_at, best_trial.job_id, best_trial.seq,"
+    " EXISTS (SELECT job.id FROM job WHERE job.workload_id = best_config.workload_id"
+    " AND job.device_id = best_config.device_id"
+    " AND (job.state = 'queued' OR job.state = 'running')) AS tuning"
+    + _JOINS
+    + " LEFT OUTER JOIN trial AS best_trial ON best_config.trial_id = best_trial.id"
+)
+_EXACT = _TUNED + " WHERE workload.key = :workload_key AND device.name = :device"
+#: the columns :func:`tuned` filters on, by argument
+_FILTERS = {
+    "operator": "workload.operator",
+    "dtype": "workload.dtype",
+    "layout": "workload.layout",
+    "device": "device.name",
+    "workload_key": "workload.key",
+}
+_FAMILY = (
+    " WHERE workload.operator = :operator AND workload.dtype = :dtype AND workload.layout = :layout"
+)
+_FAMILY_DEVICES = "SELECT DISTINCT device.name" + _JOINS + _FAMILY
+_FAMILY_SHAPES = (
+    "SELECT workload.key, workload.shape"
+    + _JOINS
+    + _FAMILY
+    + " AND device.name = :device ORDER BY workload.key"
+)
+_BEST_COUNT = "SELECT count(*) FROM best_config"
+_OPERATOR_SHAPES = "SELECT workload.shape FROM workload WHERE workload.operator = :operator"
+_DEVICES = (
+    "SELECT device.id, device.name, device.vendor, device.architecture, device.spec FROM device"
 )
 
 
-def exact(conn: Connection, workload_key: str, device: str) -> BestRecord | None:
-    row = conn.execute(_EXACT, {"workload_key": workload_key, "device": device}).first()
-    return None if row is None else to_tuned(row)
+_decode = json.JSONDecoder().decode
+
+
+def _json(value: Any) -> Any:
+    """A JSON column's value: SQLite gives its text, psycopg the parsed value."""
+    return _decode(value) if isinstance(value, str) else value
+
+
+def _moment(value: Any) -> datetime:
+    """A timestamp column as an aware UTC time (SQLite stores naive UTC text)."""
+    moment = datetime.fromisoformat(value) if isinstance(value, str) else value
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+def _tuned(row: Sequence[Any]) -> BestRecord:
+    key, operator, shape, dtype, layout, device, trial_id, time_ms, config = row[:9]
+    updated_at, job_id, seq, tuning = row[9:]
+    return BestRecord(
+        workload_key=key,
+        device_name=device,
+        trial_id=trial_id,
+        time_ms=time_ms,
+        config=_json(config),
+        updated_at=_moment(updated_at),
+        operator=operator,
+        shape=tuple(_json(shape)),
+        dtype=dtype,
+        layout=layout,
+        job_id=job_id,
+        seq=seq,
+        tuning=bool(tuning),
+    )
+
+
+def _device(row: Sequence[Any]) -> DeviceRecord:
+    id_, name, vendor, architecture, spec = row
+    return DeviceRecord(id_, name, vendor, architecture, None if spec is None else _json(spec))
+
+
+def exact(run: RunSql, workload_key: str, device: str) -> BestRecord | None:
+    rows = run(_EXACT, {"workload_key": workload_key, "device": device})
+    return _tuned(rows[0]) if rows else None
 
 
 def tuned(
-    conn: Connection,
+    run: RunSql,
     *,
     operator: str | None = None,
     dtype: str | None = None,
@@ -71,62 +177,91 @@ def tuned(
     workload_key: str | None = None,
 ) -> list[BestRecord]:
     """Best configs matching every given field, by workload key and device name."""
-    query = tuned_query().order_by(workload_t.c.key, device_t.c.name)
-    for column, value in (
-        (workload_t.c.operator, operator),
-        (workload_t.c.dtype, dtype),
-        (workload_t.c.layout, layout),
-        (device_t.c.name, device),
-        (workload_t.c.key, workload_key),
-    ):
-        if value is not None:
-            query = query.where(column == value)
-    return [to_tuned(row) for row in conn.execute(query)]
+    given = {
+        "operator": operator,
+        "dtype": dtype,
+        "layout": layout,
+        "device": device,
+        "workload_key": workload_key,
+    }
+    params = {name: value for name, value in given.items() if value is not None}
+    where = " AND ".join(f"{_FILTERS[name]} = :{name}" for name in params)
+    sql = _TUNED + (f" WHERE {where}" if where else "") + " ORDER BY workload.key, device.name"
+    return [_tuned(row) for row in run(sql, params)]
 
 
-def operator_ranks(conn: Connection, operator: str) -> set[int]:
+def operator_ranks(run: RunSql, operator: str) -> set[int]:
     """The ranks of the shapes of ``operator``'s workloads in the log."""
-    shapes = conn.execute(
-        workload_t.select()
-        .with_only_columns(workload_t.c.shape)
-        .where(workload_t.c.operator == operator)
-    ).scalars()
-    return {len(shape) for shape in shapes}
+    return {len(_json(shape)) for (shape,) in run(_OPERATOR_SHAPES, {"operator": operator})}
+
+
+def family_devices(run: RunSql, operator: str, dtype: str, layout: str) -> list[str]:
+    """The devices with tuned shapes of (``operator``, ``dtype``, ``layout``)."""
+    params = {"operator": operator, "dtype": dtype, "layout": layout}
+    return [name for (name,) in run(_FAMILY_DEVICES, params)]
+
+
+def family_shapes(
+    run: RunSql, operator: str, dtype: str, layout: str, device: str
+) -> list[tuple[str, tuple[int, ...]]]:
+    """(workload key, shape) of the tuned shapes of one family on ``device``, by key."""
+    params = {"operator": operator, "dtype": dtype, "layout": layout, "device": device}
+    return [(key, tuple(_json(shape))) for key, shape in run(_FAMILY_SHAPES, params)]
+
+
+def best_count(run: RunSql) -> int:
+    """How many best configs the log holds (it only grows: see ``db.shape_index``)."""
+    return int(run(_BEST_COUNT, {})[0][0])
+
+
+def get_device(run: RunSql, name: str) -> DeviceRecord | None:
+    rows = run(_DEVICES + " WHERE device.name = :name", {"name": name})
+    return _device(rows[0]) if rows else None
+
+
+def list_devices(run: RunSql) -> list[DeviceRecord]:
+    return [_device(row) for row in run(_DEVICES + " ORDER BY device.name", {})]
+
+
+# -- the tiers -------------------------------------------------------------------------------
+
+
+class ShapeSource(Protocol):
+    """What the nearest-shape tiers need of ``db.shape_index.ShapeIndex``."""
+
+    def nearest(self, run: RunSql, query: LookupQuery) -> tuple[str, float] | None: ...
 
 
 def lookup(
-    conn: Connection,
+    run: RunSql,
     query: LookupQuery,
     *,
-    shapes: ShapeIndex,
+    shapes: ShapeSource,
     fallback: bool = True,
     device_distance: DeviceDistance | None = None,
 ) -> LookupResult | None:
     """The first tier that answers, or None. Without ``fallback`` only ``exact`` is tried;
     without ``device_distance`` the two similar-device tiers are skipped. ``shapes`` holds the
     tuned shapes of the nearest-shape tier between calls."""
-    hit = exact(conn, query.workload_key, query.device)
+    hit = exact(run, query.workload_key, query.device)
     if hit is not None:
         return LookupResult("exact", hit, 0.0)
     if not fallback:
         return None
-    found = shapes.nearest(conn, query)
+    found = shapes.nearest(run, query)
     if found is not None:
         key, distance = found
-        hit = exact(conn, key, query.device)
+        hit = exact(run, key, query.device)
         if hit is not None:  # None only if the config went away in between
             return LookupResult("nearest_shape", hit, distance)
     if device_distance is None:
         return None
-    by_device = {other.device_name: other for other in tuned(conn, workload_key=query.workload_key)}
+    by_device = {other.device_name: other for other in tuned(run, workload_key=query.workload_key)}
     ranked = rank_devices(query.device, by_device, device_distance)
     if ranked:
         apart, name = ranked[0]
         return LookupResult("similar_device", by_device[name], apart)
-    return _similar_device_nearest_shape(conn, query, shapes, device_distance)
-
-
-_FAMILY_DEVICES = family_query(device_t.c.name).distinct()
+    return _similar_device_nearest_shape(run, query, shapes, device_distance)
 
 
 def rank_devices(
@@ -142,23 +277,17 @@ def rank_devices(
     return sorted(ranked)
 
 
-def family_devices(conn: Connection, operator: str, dtype: str, layout: str) -> list[str]:
-    """The devices with tuned shapes of (``operator``, ``dtype``, ``layout``)."""
-    params = {"operator": operator, "dtype": dtype, "layout": layout}
-    return list(conn.execute(_FAMILY_DEVICES, params).scalars())
-
-
 def _similar_device_nearest_shape(
-    conn: Connection, query: LookupQuery, shapes: ShapeIndex, device_distance: DeviceDistance
+    run: RunSql, query: LookupQuery, shapes: ShapeSource, device_distance: DeviceDistance
 ) -> LookupResult | None:
     """The nearest tuned shape on the most similar other device that has shapes of the
     query's family and rank; its distance is the device distance, as in ``similar_device``."""
-    names = family_devices(conn, query.operator, query.dtype, query.layout)
+    names = family_devices(run, query.operator, query.dtype, query.layout)
     for apart, name in rank_devices(query.device, names, device_distance):
-        found = shapes.nearest(conn, replace(query, device=name))
+        found = shapes.nearest(run, replace(query, device=name))
         if found is None:  # tuned shapes of another rank only
             continue
-        hit = exact(conn, found[0], name)
+        hit = exact(run, found[0], name)
         if hit is not None:
             return LookupResult("similar_device_nearest_shape", hit, apart)
     return None

@@ -20,6 +20,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, inspect, text
 
 from ktune.db.engine import DatabaseError, make_engine, mask_url, resolve_url, translate_errors
+from ktune.db.revisions import schema_problem, unknown_revision
 
 __all__ = [
     "alembic_config",
@@ -55,15 +56,14 @@ def current_revision(connection: Connection) -> str | None:
     return MigrationContext.configure(connection).get_current_revision()
 
 
+def _known() -> set[str]:
+    return {s.revision for s in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
+
+
 def _check_known(revision: str | None, url: str) -> None:
-    known = {
-        script.revision for script in ScriptDirectory.from_config(alembic_config()).walk_revisions()
-    }
-    if revision is not None and revision not in known:
-        raise DatabaseError(
-            f"the schema of {mask_url(url)} is at revision {revision}, which this ktune does "
-            f"not know: it was written by a newer ktune; upgrade ktune"
-        )
+    problem = unknown_revision(revision, mask_url(url), _known())
+    if problem is not None:
+        raise DatabaseError(problem)
 
 
 def ensure_schema(engine: Engine, url: str) -> None:
@@ -91,15 +91,9 @@ def check_schema(engine: Engine, url: str) -> None:
         if revision == head_revision():
             return
         tables = inspect(conn).get_table_names() if revision is None else []
-    if revision is None:
-        what = "not a ktune tuning log" if tables else "empty: it holds no tuning log"
-        raise DatabaseError(f"{mask_url(url)} is {what}")
-    _check_known(revision, url)
-    raise DatabaseError(
-        f"the tuning log {mask_url(url)} has an older schema (revision {revision}; this ktune "
-        f"reads {head_revision()}) and opening it read-only does not upgrade it: "
-        f"run `ktune db upgrade --db URL` first"
-    )
+    problem = schema_problem(revision, bool(tables), mask_url(url), head_revision(), _known())
+    if problem is not None:
+        raise DatabaseError(problem)
 
 
 def upgrade(url: str | None = None) -> str:

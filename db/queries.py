@@ -1,19 +1,19 @@
 """Table handles, shared query pieces and row -> record converters of the tuning log.
 
-Used by the query modules of ``db`` (``repository``, ``leases``, ``lookup``, ``tokens``,
-``stats``); nothing outside ``db`` imports it.
+Used by the query modules of ``db`` that build their queries with SQLAlchemy (``repository``,
+``leases``, ``tokens``, ``stats``; the lookup's are plain SQL text in ``lookup``); nothing
+outside ``db`` imports it.
 """
 
 from __future__ import annotations
 
 from typing import Any, cast
 
-from sqlalchemy import Connection, Row, Select, Table, bindparam, or_, select
+from sqlalchemy import Connection, Row, Select, Table, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from ktune.db.records import (
     JOB_STATES,
-    BestRecord,
     DeviceRecord,
     JobRecord,
     JobSpec,
@@ -29,18 +29,15 @@ __all__ = [
     "check_state",
     "device_t",
     "dialect_insert",
-    "family_query",
     "job_t",
     "jobs_query",
     "to_device",
     "to_job",
     "to_token",
     "to_trial",
-    "to_tuned",
     "to_workload",
     "token_t",
     "trial_t",
-    "tuned_query",
     "workload_t",
 ]
 
@@ -82,60 +79,6 @@ def jobs_query() -> Select[Any]:
     )
 
 
-#: whether a job of a best config's workload and device is still queued or running
-_tuning = (
-    select(job_t.c.id)
-    .where(
-        job_t.c.workload_id == best_t.c.workload_id,
-        job_t.c.device_id == best_t.c.device_id,
-        # two comparisons, not IN (...): an IN list is re-rendered on every execution
-        or_(job_t.c.state == "queued", job_t.c.state == "running"),
-    )
-    .exists()
-)
-
-
-def tuned_query() -> Select[Any]:
-    """Best configs with the workload and device they were tuned for, and the job and
-    position (seq) of the trial that measured them (None outside any job), and whether a
-    job of that workload and device is still queued or running (``tuning``)."""
-    return (
-        select(
-            workload_t.c.key,
-            workload_t.c.operator,
-            workload_t.c.shape,
-            workload_t.c.dtype,
-            workload_t.c.layout,
-            device_t.c.name,
-            best_t.c.trial_id,
-            best_t.c.time_ms,
-            best_t.c.config,
-            best_t.c.updated_at,
-            _best_trial.c.job_id,
-            _best_trial.c.seq,
-            _tuning.label("tuning"),
-        )
-        .join_from(best_t, workload_t, best_t.c.workload_id == workload_t.c.id)
-        .join(device_t, best_t.c.device_id == device_t.c.id)
-        .outerjoin(_best_trial, best_t.c.trial_id == _best_trial.c.id)
-    )
-
-
-def family_query(*columns: Any) -> Select[Any]:
-    """``columns`` of the best configs of one workload family, bound as ``:operator``,
-    ``:dtype`` and ``:layout`` (the nearest-shape tiers' candidates)."""
-    return (
-        select(*columns)
-        .join_from(best_t, workload_t, best_t.c.workload_id == workload_t.c.id)
-        .join(device_t, best_t.c.device_id == device_t.c.id)
-        .where(
-            workload_t.c.operator == bindparam("operator"),
-            workload_t.c.dtype == bindparam("dtype"),
-            workload_t.c.layout == bindparam("layout"),
-        )
-    )
-
-
 def to_device(row: Row[Any]) -> DeviceRecord:
     return DeviceRecord(row.id, row.name, row.vendor, row.architecture, row.spec)
 
@@ -143,24 +86,6 @@ def to_device(row: Row[Any]) -> DeviceRecord:
 def to_workload(row: Row[Any]) -> WorkloadRecord:
     return WorkloadRecord(
         row.id, row.key, row.operator, tuple(row.shape), row.dtype, row.layout, row.space
-    )
-
-
-def to_tuned(row: Row[Any]) -> BestRecord:
-    return BestRecord(
-        workload_key=row.key,
-        device_name=row.name,
-        trial_id=row.trial_id,
-        time_ms=row.time_ms,
-        config=row.config,
-        updated_at=row.updated_at,
-        operator=row.operator,
-        shape=tuple(row.shape),
-        dtype=row.dtype,
-        layout=row.layout,
-        job_id=row.job_id,
-        seq=row.seq,
-        tuning=bool(row.tuning),
     )
 
 

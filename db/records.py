@@ -1,6 +1,8 @@
 """Plain records that cross the boundary of the tuning log.
 
-The repository returns these instead of ORM objects, so no caller holds a session.
+The repository returns these instead of ORM objects, so no caller holds a session. Those a
+build-time lookup reads live in ``db.lookup_records`` (imported here too), so that a lookup
+defines no more record classes than it uses.
 """
 
 from __future__ import annotations
@@ -8,6 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+from ktune.db.lookup_records import (
+    LOOKUP_TIERS,
+    BestRecord,
+    DeviceRecord,
+    LookupQuery,
+    LookupResult,
+)
 
 __all__ = [
     "JOB_STATES",
@@ -28,18 +38,6 @@ __all__ = [
 
 JOB_STATES = ("queued", "running", "done", "failed", "cancelled")
 TRIAL_STATUSES = ("ok", "compile_error", "runtime_error", "wrong_result", "timeout", "invalid")
-# Where a lookup's answer comes from, best first. The log answers the first three; the
-# cost model's choice is added above the log (``ktune.lookup``), since db imports no model.
-LOOKUP_TIERS = ("exact", "nearest_shape", "similar_device", "cost_model")
-
-
-@dataclass(frozen=True)
-class DeviceRecord:
-    id: int
-    name: str
-    vendor: str
-    architecture: str
-    spec: dict[str, Any] | None
 
 
 @dataclass(frozen=True)
@@ -152,54 +150,6 @@ class TrialRecord:
     clock_s: float
     toolchain: dict[str, Any]
     created_at: datetime
-
-
-@dataclass(frozen=True)
-class BestRecord:
-    """The best config of a workload on a device, with the workload's parts.
-
-    ``trial_id`` is the log's row id; ``job_id`` and ``seq`` say which job measured it and
-    at which position (both None for a trial recorded outside any job)."""
-
-    workload_key: str
-    device_name: str
-    trial_id: int
-    time_ms: float
-    config: dict[str, Any]
-    updated_at: datetime
-    operator: str = ""
-    shape: tuple[int, ...] = ()
-    dtype: str = ""
-    layout: str = ""
-    job_id: int | None = None
-    seq: int | None = None
-    tuning: bool = False  # a job of this workload and device is queued or running
-
-
-@dataclass(frozen=True)
-class LookupQuery:
-    """What a build system asks for: a workload (by its parts and canonical key) on a device."""
-
-    workload_key: str
-    operator: str
-    shape: tuple[int, ...]
-    dtype: str
-    layout: str
-    device: str
-
-
-@dataclass(frozen=True)
-class LookupResult:
-    """An answer of the log: the tier it came from and how far its workload or device is.
-
-    ``distance`` is 0 for an exact answer, the shape distance (sum over dimensions of
-    ``|log2(asked / tuned)|``) for ``nearest_shape``, and the device distance for
-    ``similar_device``.
-    """
-
-    tier: str
-    tuned: BestRecord
-    distance: float
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ tiers; ``tokens``: API tokens; ``stats``: counts for metrics).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from types import TracebackType
@@ -24,7 +24,15 @@ from sqlalchemy import func as sqlfunc
 
 from ktune.db import best_rule, leases, stats, tokens
 from ktune.db import lookup as tiers
-from ktune.db.engine import DatabaseError, make_engine, mask_url, resolve_url, translate_errors
+from ktune.db.engine import (
+    DatabaseError,
+    database_of,
+    make_engine,
+    mask_url,
+    resolve_url,
+    translate_errors,
+)
+from ktune.db.errors import driver_errors
 from ktune.db.leases import LeaseLost
 from ktune.db.migrate import check_schema, ensure_schema
 from ktune.db.queries import (
@@ -83,6 +91,7 @@ class TuningLog:
             else engine
         )
         self._url = url
+        self._masked = mask_url(url)
         self._owner = owner  # set on a runner's view: job writes need its lease
         self._shapes = ShapeIndex()  # tuned shapes for the nearest-shape lookup
 
@@ -118,7 +127,7 @@ class TuningLog:
     @property
     def url(self) -> str:
         """The database URL, password masked."""
-        return mask_url(self._url)
+        return self._masked
 
     @property
     def read_only(self) -> bool:
@@ -189,14 +198,12 @@ class TuningLog:
         return to_device(row)
 
     def get_device(self, name: str) -> DeviceRecord | None:
-        with self._read() as conn:
-            row = conn.execute(select(device_t).where(device_t.c.name == name)).first()
-        return None if row is None else to_device(row)
+        with self._lookup_sql() as run:
+            return tiers.get_device(run, name)
 
     def list_devices(self) -> list[DeviceRecord]:
-        with self._read() as conn:
-            rows = conn.execute(select(device_t).order_by(device_t.c.name)).all()
-        return [to_device(row) for row in rows]
+        with self._lookup_sql() as run:
+            return tiers.list_devices(run)
 
     # -- workloads -----------------------------------------------------------------------
 
@@ -466,8 +473,8 @@ class TuningLog:
         self, workload_key: str | None = None, device_name: str | None = None
     ) -> list[BestRecord]:
         """Best configs, optionally for one workload and/or device, by workload key and device."""
-        with self._read() as conn:
-            return tiers.tuned(conn, workload_key=workload_key, device=device_name)
+        with self._lookup_sql() as run:
+            return tiers.tuned(run, workload_key=workload_key, device=device_name)
 
     # -- runners: claiming, leases, cancellation (queries in db/leases.py) -----------------
 
@@ -526,7 +533,30 @@ class TuningLog:
         with self._write() as conn:
             conn.execute(update(job_t).where(job_t.c.id == job_id).values(cancel_requested=False))
 
-    # -- build-time lookup (db/lookup.py) -------------------------------------------------
+    # -- build-time lookup (db/lookup.py: the SQL text db.reader runs too) ------------------
+
+    @contextmanager
+    def _lookup_sql(self) -> Iterator[tiers.RunSql]:
+        """The lookup's queries run through this engine's DB-API connection, as the read-only
+        reader runs them (``db.reader``): the same text, the same rows, the same errors."""
+        with self._read() as conn:
+            dbapi = conn.connection
+            postgresql = conn.dialect.name == "postgresql"
+
+            def run(sql: str, params: Mapping[str, Any]) -> Sequence[Sequence[Any]]:
+                with driver_errors(self.url, "use", database=self._database, postgresql=postgresql):
+                    cursor = dbapi.cursor()
+                    try:
+                        cursor.execute(tiers.pyformat(sql) if postgresql else sql, dict(params))
+                        rows: Sequence[Sequence[Any]] = cursor.fetchall()
+                        return rows
+                    finally:
+                        cursor.close()
+
+            yield run
+
+    def _database(self) -> str | None:
+        return database_of(self._url)
 
     def lookup(
         self,
@@ -538,9 +568,9 @@ class TuningLog:
         """The best config for ``query``: exact, else nearest tuned shape on the device, else
         the same workload on the nearest device by ``device_distance``; None if no tier answers.
         """
-        with self._read() as conn:
+        with self._lookup_sql() as run:
             return tiers.lookup(
-                conn, query, shapes=self._shapes, fallback=fallback, device_distance=device_distance
+                run, query, shapes=self._shapes, fallback=fallback, device_distance=device_distance
             )
 
     def tuned_configs(
@@ -552,8 +582,8 @@ class TuningLog:
         device: str | None = None,
     ) -> list[BestRecord]:
         """Best configs with their workloads, filtered by every field given."""
-        with self._read() as conn:
-            return tiers.tuned(conn, operator=operator, dtype=dtype, layout=layout, device=device)
+        with self._lookup_sql() as run:
+            return tiers.tuned(run, operator=operator, dtype=dtype, layout=layout, device=device)
 
     def similar_devices(
         self,
@@ -565,14 +595,14 @@ class TuningLog:
     ) -> list[tuple[float, str]]:
         """``(distance, name)`` of the other devices with tuned shapes of (``operator``,
         ``dtype``, ``layout``), nearest to ``device`` first, as the lookup's tiers rank them."""
-        with self._read() as conn:
-            names = tiers.family_devices(conn, operator, dtype, layout)
+        with self._lookup_sql() as run:
+            names = tiers.family_devices(run, operator, dtype, layout)
         return tiers.rank_devices(device, names, device_distance)
 
     def operator_ranks(self, operator: str) -> set[int]:
         """Ranks of the shapes of ``operator``'s workloads in the log (empty if unknown)."""
-        with self._read() as conn:
-            return tiers.operator_ranks(conn, operator)
+        with self._lookup_sql() as run:
+            return tiers.operator_ranks(run, operator)
 
     # -- API tokens (db/tokens.py) --------------------------------------------------------
 

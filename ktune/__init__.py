@@ -8,17 +8,31 @@
 :func:`lookup` gives the same answer as ``GET /v1/best`` and ``ktune best --format json``
 (``Answer.to_dict()`` is that JSON). It never tunes. Errors in the question raise
 :class:`LookupInputError` (a ValueError naming the field); an unreachable log raises
-``db.DatabaseError``.
+``db.DatabaseError``. The names are those of ``ktune.tuner.lookup``, imported on first use
+(``import ktune`` alone loads nothing else).
 """
 
 from __future__ import annotations
 
-from ktune._cost_model_choice import cost_model_choice
-from ktune._lookup import Answer, LookupInputError, lookup
-from ktune._model_tier import ModelChoice, register_model_choice
+from typing import TYPE_CHECKING, Any
 
-# The last tier ranks an operator's space with a cost model trained on the log; a build system
-# may install its own choice (or None, to turn the tier off) with register_model_choice.
-register_model_choice(cost_model_choice)
+if TYPE_CHECKING:
+    from ktune.tuner.lookup import (
+        Answer,
+        LookupInputError,
+        ModelChoice,
+        lookup,
+        register_model_choice,
+    )
 
 __all__ = ["Answer", "LookupInputError", "ModelChoice", "lookup", "register_model_choice"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in __all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from ktune.tuner import lookup as family
+
+    value = getattr(family, name)
+    globals()[name] = value
+    return value

@@ -8,15 +8,21 @@ import json
 import stat
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ktune.db import JobRecord, TrialRecord
-from ktune.search_space.formats.writing import replace_atomically
+from ktune.tuner.lookup import utc_timestamp
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from ktune.db.records import JobRecord, TrialRecord
 
 __all__ = [
     "format_config",
     "format_ms",
     "job_document",
+    "job_row",
+    "jobs_csv",
     "trial_row",
     "trials_csv",
     "write_json_atomic",
@@ -62,6 +68,73 @@ def job_document(
     }
 
 
+def job_row(job: JobRecord) -> dict[str, Any]:
+    """One job as ``ktune jobs --format json`` writes it: the fields of ``GET /v1/jobs/{id}``
+    that the log holds, under the same names (times in UTC with a ``Z``)."""
+    spec = job.spec
+    return {
+        "id": job.id,
+        "state": job.state,
+        "workload": job.workload_key,
+        "device": job.device_name,
+        "backend": spec.backend,
+        "strategy": spec.strategy,
+        "seed": spec.seed,
+        "batch_size": spec.batch_size,
+        "budget": {
+            "trials": spec.budget_trials,
+            "seconds": spec.budget_seconds,
+            "target_ms": spec.target_ms,
+        },
+        "n_trials": job.n_trials,
+        "best_time_ms": job.best_time_ms,
+        "best_trial": job.best_seq,
+        "best_config": job.best_config,
+        "clock_s": job.clock_s,
+        "error": job.error,
+        "cancel_requested": job.cancel_requested,
+        "runner": job.claimed_by,
+        "created_at": _time(job.created_at),
+        "started_at": _time(job.started_at),
+        "finished_at": _time(job.finished_at),
+        "heartbeat_at": _time(job.heartbeat_at),
+    }
+
+
+#: the columns of ``ktune jobs --format csv``: the flat fields of :func:`job_row`
+_JOB_COLUMNS = (
+    "id",
+    "state",
+    "workload",
+    "device",
+    "backend",
+    "strategy",
+    "seed",
+    "n_trials",
+    "best_time_ms",
+    "best_trial",
+    "clock_s",
+    "created_at",
+    "started_at",
+    "finished_at",
+)
+
+
+def jobs_csv(jobs: Sequence[JobRecord]) -> str:
+    """Jobs as CSV with a header row; an absent value is an empty cell."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(_JOB_COLUMNS)
+    for job in jobs:
+        row = job_row(job)
+        writer.writerow(["" if row[c] is None else row[c] for c in _JOB_COLUMNS])
+    return buf.getvalue()
+
+
+def _time(moment: datetime | None) -> str | None:
+    return None if moment is None else utc_timestamp(moment)
+
+
 def write_json_atomic(path: Path, document: Any) -> None:
     """Write JSON so that a reader never sees half a file (see :func:`write_text_atomic`)."""
     write_text_atomic(path, json.dumps(document, indent=1) + "\n")
@@ -76,6 +149,8 @@ def write_text_atomic(path: Path, text: str) -> None:
     on every run (``ktune best -f header -o``) rebuilds only what an answer changed."""
     path = path.expanduser()
     if not _holds(path, text):
+        from ktune.search_space.formats.writing import replace_atomically
+
         replace_atomically(path, text.encode("utf-8"))
 
 

@@ -7,17 +7,20 @@
 
 from __future__ import annotations
 
-from ktune.search_space.operators.base import (
-    Arguments,
-    DeviceLimits,
-    KernelSource,
-    Launch,
-    Operator,
-    OperatorError,
-    Tolerance,
-    instantiate,
-    shape_of,
-)
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ktune.search_space.operators.base import (
+        Arguments,
+        DeviceLimits,
+        KernelSource,
+        Launch,
+        Operator,
+        OperatorError,
+        Tolerance,
+        shape_of,
+    )
 
 __all__ = [
     "Arguments",
@@ -48,6 +51,8 @@ def names() -> list[str]:
 
 def get(name: str) -> Operator:
     """The operator called ``name``; :class:`OperatorError` naming the choices otherwise."""
+    from ktune.search_space.operators.base import OperatorError, instantiate
+
     target = REGISTRY.get(name)
     if target is None:
         from ktune.search_space.operators import cpu
@@ -57,3 +62,13 @@ def get(name: str) -> Operator:
             f"on the CPU: {', '.join(cpu.names())})"
         )
     return instantiate(target)  # type: ignore[no-any-return]
+
+
+def __getattr__(name: str) -> Any:
+    """The names of ``operators.base`` re-exported here, imported on first use: the registry's
+    names are known without loading numpy (a build-time lookup asks only them)."""
+    if name not in __all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module("ktune.search_space.operators.base"), name)
+    globals()[name] = value
+    return value

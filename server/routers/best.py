@@ -1,4 +1,5 @@
-"""``GET /v1/best``: the build-time lookup (the same answer as ``ktune.lookup``)."""
+"""``GET /v1/best``: the build-time lookup (``ktune.tuner.lookup``, as ``ktune.lookup`` and
+``ktune best`` answer)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query, status
 from fastapi.responses import JSONResponse
 
-import ktune
 from ktune.server.deps import LogDep, Reader, TelemetryDep
 from ktune.server.errors import ERRORS, invalid
 from ktune.server.schemas.lookup import AnswerOut
+from ktune.tuner.lookup import LookupInputError, lookup
 
 __all__ = ["router"]
 
@@ -50,7 +51,7 @@ def best(
 ) -> JSONResponse:
     started = time.perf_counter()
     try:
-        answer = ktune.lookup(
+        answer = lookup(
             operator,
             shape,
             device=device,
@@ -60,7 +61,7 @@ def best(
             db=tlog,
             fallback=fallback,
         )
-    except ktune.LookupInputError as exc:
+    except LookupInputError as exc:
         raise invalid(("query", exc.field), exc.message) from None
     telemetry.lookup_latency.labels(tier=answer.tier if answer else "none").observe(
         time.perf_counter() - started

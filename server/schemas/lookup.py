@@ -1,4 +1,5 @@
-"""Models of ``GET /v1/best``: the answer of a build-time lookup (``ktune.Answer.to_dict``)."""
+"""Models of ``GET /v1/best``: the answer of a build-time lookup (``Answer.to_dict`` of
+``ktune.tuner.lookup``)."""
 
 from __future__ import annotations
 

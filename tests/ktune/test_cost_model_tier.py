@@ -69,7 +69,7 @@ def test_no_model_answer_for_a_device_without_a_spec(db_url: str) -> None:
 
 
 def test_the_model_tier_is_installed_by_default_and_can_be_replaced() -> None:
-    from ktune._cost_model_choice import cost_model_choice
+    from ktune.tuner.lookup.cost_model_tier import cost_model_choice
 
     previous = ktune.register_model_choice(None)
     assert previous is cost_model_choice

@@ -21,10 +21,13 @@ def test_public_surface() -> None:
 
 @pytest.mark.both_databases
 def test_lookup_by_url_reuses_one_open_log(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ktune.tuner.lookup import tiers
+
     with TuningLog.open(db_url) as tlog:
         tlog.get_or_create_device("A100")
     assert ktune.lookup("mm", "64x64", device="A100", db=db_url) is None
-    opened = []
+    opened: list[str | None] = []
+    monkeypatch.setattr(tiers, "open_read_only", opened.append)
     monkeypatch.setattr(TuningLog, "open", classmethod(lambda cls, url=None: opened.append(url)))
     assert ktune.lookup("mm", [64, 64], device="A100", db=db_url) is None
     assert opened == []

@@ -308,7 +308,32 @@ def test_python_api_gives_the_same_answer_as_the_rest_api(
         rest = _best(idle_client, device=A100, **q).json()
         python = ktune.lookup(device=A100, db=db_url, **q)
         assert python is not None and python.to_dict() == rest, q
-    assert ktune.lookup("matmul", (7, 7, 7), dtype="float64", device=A100, db=db_url) is None
+    assert ktune.lookup("matmul", (7, 7, 7), dtype="float16", device=A100, db=db_url) is None
+    # ktune's own operator builds the workload: what it cannot take is a malformed question
+    with pytest.raises(ktune.LookupInputError) as info:
+        ktune.lookup("matmul", (7, 7, 7), dtype="float64", device=A100, db=db_url)
+    assert info.value.field == "dtype" and "not supported" in str(info.value)
     with pytest.raises(ktune.LookupInputError) as info:
         ktune.lookup("matmul", (7, 7), dtype="float32", device=A100, db=db_url)
-    assert info.value.field == "shape" and "3 dimension(s), got 2" in str(info.value)
+    assert info.value.field == "shape" and "3 dimensions (MxNxK), got 2" in str(info.value)
+
+
+def test_ktunes_operators_are_asked_as_tune_stores_them(
+    idle_client: TestClient, tlog: TuningLog, db_url: str
+) -> None:
+    """No dtype is the operator's own (float32), as for ``ktune tune --op``; a recorded
+    operator's question keeps no dtype."""
+    from ktune.search_space.operators import cpu
+
+    wl = cpu.get("cpu_conv2d").workload("1x16x16x16x16x3x3")  # as tune stores it
+    w = tlog.get_or_create_workload(wl.key, wl.operator, wl.shape, wl.dtype, wl.layout)
+    d = tlog.get_or_create_device("AMD EPYC (2 cores)")
+    tlog.add_trials(None, w.id, d.id, "cpu", [TrialIn({"tile": 4}, "4", "ok", time_ms=0.5)])
+    params = {"operator": "cpu_conv2d", "shape": "1x16x16x16x16x3x3", "device": d.name}
+    answer = _best(idle_client, **params).json()
+    assert answer["tier"] == "exact" and answer["workload"] == wl.key
+    assert answer["query"]["workload"] == wl.key and answer["query"]["dtype"] == "float32"
+    python = ktune.lookup(params["operator"], params["shape"], device=d.name, db=db_url)
+    assert python is not None and python.to_dict() == answer
+    bad = _best(idle_client, **params, dtype="float16")
+    assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["query", "dtype"]

@@ -195,7 +195,8 @@ def test_bad_lookups_are_422_naming_the_field(idle_client: TestClient, tlog: Tun
 
 def test_lookup_of_an_unknown_device_is_422(idle_client: TestClient) -> None:
     response = idle_client.get(
-        "/v1/best", params={"operator": "matmul", "shape": "64x64", "device": "Imaginary GPU 9000"}
+        "/v1/best",
+        params={"operator": "matmul", "shape": "64x64x64", "device": "Imaginary GPU 9000"},
     )
     assert response.status_code == 422 and response.json()["detail"][0]["loc"] == [
         "query",

@@ -174,9 +174,10 @@ def test_best_json_and_env_give_the_lookup(
         "--format",
         "json",
     )
+    # ktune's matmul builds the workload, as `ktune tune --op matmul` does: it names the shape
     assert (
         code == 2
-        and err.strip() == "error: --shape: matmul workloads have 3 dimension(s), got 2: [64, 64]"
+        and err.strip() == "error: --shape: matmul: shape needs 3 dimensions (MxNxK), got 2"
     )
     code, _, err = run(
         capsys,
@@ -196,8 +197,8 @@ def test_best_json_and_env_give_the_lookup(
 def test_env_says_while_the_answer_is_still_being_tuned() -> None:
     """A Makefile that includes the env answer can tell a final answer from a provisional one."""
     from ktune import Answer
-    from ktune.cli.lookup_formats import render_env
     from ktune.db.records import LookupQuery
+    from ktune.tuner.lookup import render_env
 
     query = LookupQuery("matmul/64x64x64/float32", "matmul", (64, 64, 64), "float32", "", A100)
     answer = Answer(

@@ -663,7 +663,7 @@ def test_a_header_of_a_value_beyond_long_long_is_one_line(
 
 
 def test_the_int64_edges_are_valid_c_literals() -> None:
-    from ktune.cli.lookup_formats import _c_value
+    from ktune.tuner.lookup.header import _c_value
 
     assert _c_value(2**63 - 1) == "9223372036854775807LL"
     assert _c_value(-(2**63)) == "(-9223372036854775807LL - 1)"

@@ -316,3 +316,89 @@ def test_output_makes_missing_folders_and_leaves_an_unchanged_answer_untouched(
     )  # no rebuild for nothing new
     header.write_text("stale")
     assert run(capsys, *argv)[0] == 0 and header.read_text().startswith("/*")
+
+
+def test_a_recorded_operator_asked_at_another_rank_is_a_bad_question(odd: str) -> None:
+    with pytest.raises(ktune.LookupInputError) as caught:
+        ktune.lookup("kw", "1024", device=A4000, db=odd)
+    assert caught.value.field == "shape" and "kw workloads have 2 dimension(s), got 1" in str(
+        caught.value
+    )
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler (cc) on this machine")
+def test_best_finds_what_tune_just_tuned_as_tune_asked_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """ktune's operators build the workload as ``ktune tune --op`` does: no --dtype is the
+    operator's float32, a convolution's 7-size shape is its canonical 11-size one."""
+    from ktune.tuner.measure.cpu_detect import cpu_spec
+
+    db = f"sqlite:///{tmp_path / 'k.db'}"
+    cpu = cpu_spec()["name"]
+    for op, shape in (("cpu_matmul", "32x32x32"), ("cpu_conv2d", "1x4x8x8x4x3x3")):
+        code, _, err = run(
+            capsys, "tune", "--op", op, "--shape", shape, "--budget", "2", "--db", db
+        )
+        assert code == 0, err
+        code, out, err = run(
+            capsys, "best", "--operator", op, "--shape", shape, "-d", cpu, "-f", "json", "--db", db
+        )
+        answer = json.loads(out)
+        assert code == 0 and answer["tier"] == "exact", err
+        assert answer["query"]["dtype"] == "float32" and answer["workload"].startswith(op)
+        python = ktune.lookup(op, shape, device=cpu, db=db)
+        assert python is not None and python.to_dict() == answer
+    assert answer["query"]["shape"] == [1, 4, 8, 8, 4, 3, 3, 1, 1, 1, 1]
+    assert answer["query"]["layout"] == "NCHW"
+    # the header of an operator's tuned shapes takes its defaults too
+    code, out, _ = run(
+        capsys, "best", "--operator", "cpu_matmul", "-d", cpu, "-f", "header", "--db", db
+    )
+    assert code == 0 and "cpu_matmul (float32)" in out
+    code, out, _ = run(
+        capsys, "best", "-w", "cpu_matmul/32x32x32/float32", "-d", cpu, "-f", "header", "--db", db
+    )
+    assert code == 0 and '#define KTUNE_CPU_MATMUL_FLOAT32_TIER "exact"' in out
+    # what the operator cannot take is a bad question, not "nothing tuned"
+    code, _, err = run(
+        capsys,
+        "best",
+        "--operator",
+        "cpu_matmul",
+        "--shape",
+        "32x32x32",
+        "--dtype",
+        "float16",
+        "-d",
+        cpu,
+        "--db",
+        db,
+    )
+    assert code == 2 and err.startswith("error: --dtype: cpu_matmul: dtype 'float16'")
+
+
+def test_a_url_of_any_form_is_read(capsys: pytest.CaptureFixture[str], odd: str) -> None:
+    """The reader takes the plain forms; any other (here a SQLite file: URI) is read through
+    the full log, with the same answer."""
+    if not odd.startswith("sqlite:///"):
+        pytest.skip("a SQLite file URI")
+    uri = f"sqlite:///file:{odd.removeprefix('sqlite:///')}?mode=ro&uri=true"
+    plain = ktune.lookup("kw", "1000x1000", device=A4000, db=odd)
+    other = ktune.lookup("kw", "1000x1000", device=A4000, db=uri)
+    assert plain is not None and other is not None and plain.to_dict() == other.to_dict()
+    code, out, _ = run(
+        capsys,
+        "best",
+        "--operator",
+        "kw",
+        "--shape",
+        "1000x1000",
+        "-d",
+        A4000,
+        "-f",
+        "json",
+        "--db",
+        uri,
+    )
+    assert code == 0 and json.loads(out) == plain.to_dict()

@@ -8,8 +8,11 @@ never answer a GPU kernel's lookup.
 
 from __future__ import annotations
 
-from ktune.search_space.operators.base import OperatorError, instantiate
-from ktune.search_space.operators.cpu.base import CpuLimits, CpuOperator, CSource
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ktune.search_space.operators.cpu.base import CpuLimits, CpuOperator, CSource
 
 __all__ = ["CSource", "CpuLimits", "CpuOperator", "get", "names"]
 
@@ -26,7 +29,18 @@ def names() -> list[str]:
 
 def get(name: str) -> CpuOperator:
     """The CPU operator called ``name``; :class:`OperatorError` naming the choices otherwise."""
+    from ktune.search_space.operators.base import OperatorError, instantiate
+
     target = REGISTRY.get(name)
     if target is None:
         raise OperatorError(f"unknown CPU operator {name!r} (choose from: {', '.join(REGISTRY)})")
     return instantiate(target)  # type: ignore[no-any-return]
+
+
+def __getattr__(name: str) -> Any:
+    """The names of ``operators.cpu.base``, imported on first use (see ``operators``)."""
+    if name not in __all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module("ktune.search_space.operators.cpu.base"), name)
+    globals()[name] = value
+    return value

@@ -1,27 +1,29 @@
-"""What ``ktune best`` writes for a build system: JSON, shell variables, or a C/C++ header.
+"""The C/C++ header ``ktune best --format header`` writes for a build system.
 
 The header holds ``#define``s of the answer and of every tuned shape of an operator, and a
 dispatch function that picks, for any shape, the config tuned for the nearest tuned shape,
 by the same distance as the lookup (``db.shape_distance``), so a static build needs no JIT.
+:func:`header` chooses what goes in (the device's tuned shapes, else the most similar
+device's); :func:`render_header` writes it.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
-import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from ktune import Answer
-from ktune.db import BestRecord
+from ktune.db.lookup_records import BestRecord
+from ktune.db.reader import LookupLog
+from ktune.tuner.lookup.answer import Answer
+from ktune.tuner.lookup.query import own_family
+from ktune.tuner.lookup.render import RenderError
+from ktune.tuner.lookup.render import identifier as _ident
+from ktune.tuner.lookup.similarity import device_distance
+from ktune.tuner.lookup.tiers import canonical_device
 
-__all__ = ["ENV_NAME", "ENV_PREFIX", "RenderError", "render_env", "render_header", "render_json"]
-
-#: the default prefix of ``--format env``'s variables, and what a prefix may be
-ENV_PREFIX = "KTUNE_"
-ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+__all__ = ["NotTuned", "header", "render_header"]
 
 _INT32 = 2**31 - 1
 #: macro suffixes the header itself defines: a parameter of that name gets a trailing ``_``
@@ -140,54 +142,69 @@ _NOT_FIELDS = frozenset(
 )
 
 
-class RenderError(ValueError):
-    """The configs cannot be written in the asked format (e.g. a value C cannot hold)."""
-
-
-def render_json(answer: Answer) -> str:
-    return json.dumps(answer.to_dict(), indent=1) + "\n"
-
-
-def _ident(text: str) -> str:
-    """``text`` as the tail of a C or shell identifier: A-Z, 0-9 and ``_``."""
-    name = re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_").upper()
-    return name if name and not name[0].isdigit() else f"_{name}"
-
-
-def render_env(answer: Answer, prefix: str = ENV_PREFIX) -> str:
-    """``NAME=value`` lines, shell-quoted, for ``eval "$(ktune best ... --format env)"``; a
-    parameter named like one of the answer's own variables gets a trailing ``_``. ``JOB`` and
-    ``TRIAL`` are empty for a model's choice; ``TUNING`` is 1 while a job of the workload on the
-    device is still queued or running (the answer may change), else 0."""
-    meta = {
-        "TIER": answer.tier,
-        "WORKLOAD": answer.workload,
-        "DEVICE": answer.device,
-        "TIME_MS": "" if answer.time_ms is None else repr(answer.time_ms),
-        "DISTANCE": repr(answer.distance),
-        "JOB": "" if answer.job is None else str(answer.job),
-        "TRIAL": "" if answer.trial is None else str(answer.trial),
-        "TUNING": "1" if answer.tuning else "0",
-    }
-    lines = {f"{prefix}{key}": value for key, value in meta.items()}
-    for name, value in answer.config.items():
-        ident = _ident(name)
-        var = f"{prefix}{ident}_" if ident in meta else f"{prefix}{ident}"  # tier -> KTUNE_TIER_
-        if var in lines:
-            raise RenderError(f"parameter {name!r} would overwrite {var}; use --format json")
-        lines[var] = _shell_value(value)
-    return "".join(f"{var}={shlex.quote(value)}\n" for var, value in lines.items())
-
-
-def _shell_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "1" if value else "0"
-    if isinstance(value, float):
-        return repr(value)
-    return str(value)
-
-
 # -- the C header -------------------------------------------------------------------------
+
+
+class NotTuned(LookupError):
+    """The log has no tuned shapes to write a header of."""
+
+
+def header(
+    log: LookupLog,
+    *,
+    operator: str,
+    device: str,
+    dtype: str = "",
+    layout: str = "",
+    answer: Answer | None = None,
+    exact: bool = False,
+) -> str:
+    """The header of ``operator``'s tuned shapes on ``device``, with ``answer`` (a lookup's,
+    for the shape a build asked about) among its ``#define``s.
+
+    With an answer, the shapes are those of its workload's family and rank on the device that
+    answered. Without one, those of (``operator``, ``dtype``, ``layout``) on ``device``; for
+    ktune's own operators, blanks take the operator's defaults (as ``ktune tune`` does) when
+    the family as given has none; and unless ``exact``, a device without any gets the shapes
+    of the most similar device that has some. Raises :class:`NotTuned` when there are none,
+    :class:`RenderError` when they cannot be written.
+    """
+    asked = canonical_device(log, device)
+    if answer is not None:
+        q = answer.query
+        operator, dtype, layout, tuned_on = q.operator, q.dtype, q.layout, answer.device
+        tuned = [
+            t
+            for t in log.tuned_configs(
+                operator=operator, dtype=dtype, layout=layout, device=tuned_on
+            )
+            if len(t.shape) == len(q.shape)
+        ]
+    else:
+        tuned_on = asked
+        tuned = log.tuned_configs(operator=operator, dtype=dtype, layout=layout, device=asked)
+        family = None if tuned else own_family(operator, dtype, layout)
+        if family is not None and family != (dtype, layout):
+            dtype, layout = family
+            tuned = log.tuned_configs(operator=operator, dtype=dtype, layout=layout, device=asked)
+        if not tuned and not exact:
+            near = log.similar_devices(asked, operator, dtype, layout, device_distance)
+            if near:
+                tuned_on = near[0][1]
+                tuned = log.tuned_configs(
+                    operator=operator, dtype=dtype, layout=layout, device=tuned_on
+                )
+    if not tuned:
+        raise NotTuned(f"no tuned shapes of {operator} on {device!r}")
+    return render_header(
+        tuned,
+        operator=operator,
+        device=tuned_on,
+        asked_device=asked,
+        answer=answer,
+        dtype=dtype,
+        layout=layout,
+    )
 
 
 def render_header(
@@ -259,12 +276,12 @@ def render_header(
         ]
         lines.append("")
     lines.append(f"/* Tuned shapes, with the time measured on {_comment(device)}. */")
-    for t in tuned:
+    idents = [_ident(name) for name in fields]
+    values = [[_c_value(t.config[name]) for name in fields] for t in tuned]
+    for t, literals in zip(tuned, values):
         tag = "X".join(str(d) for d in t.shape)
         lines.append(f"/* {_comment(t.workload_key)}: {t.time_ms:.6g} ms */")
-        lines += [
-            f"#define {macro}_{tag}_{_ident(name)} {_c_value(t.config[name])}" for name in fields
-        ]
+        lines += [f"#define {macro}_{tag}_{i} {v}" for i, v in zip(idents, literals)]
     lines += [
         "",
         f"typedef struct {struct} {{",
@@ -280,9 +297,8 @@ def render_header(
         "",
         f"static const {struct} {c_name}_configs[{n}] = {{",
         *[
-            f"    {{{', '.join(_c_value(t.config[name]) for name in fields)}}},  "
-            f"/* {'x'.join(map(str, t.shape))} */"
-            for t in tuned
+            f"    {{{', '.join(literals)}}},  /* {'x'.join(map(str, t.shape))} */"
+            for t, literals in zip(tuned, values)
         ],
         "};",
         "",
@@ -400,4 +416,6 @@ def _c_string(text: str) -> str:
 def _comment(text: str) -> str:
     """``text`` safe inside a C comment, also under ``-Wcomment``: no ``*/``, ``/*`` or line
     break (nor a backslash before one)."""
-    return re.sub(r"\s", " ", text).replace("*/", "* /").replace("/*", "/ *")
+    if not text.isprintable():  # every whitespace but the space is unprintable
+        text = re.sub(r"\s", " ", text)
+    return text.replace("*/", "* /").replace("/*", "/ *")

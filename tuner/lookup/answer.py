@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from ktune.db import LookupQuery, LookupResult
+from ktune.db.lookup_records import LookupQuery, LookupResult
 
-__all__ = ["Answer"]
+__all__ = ["Answer", "utc_timestamp"]
 
 
 @dataclass(frozen=True)

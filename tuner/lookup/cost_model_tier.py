@@ -4,21 +4,24 @@ For a workload of one of ktune's operators (``search_space.operators``) on a dev
 is known (stored with the device, or in the catalog), the operator's space is built for that
 device's limits and ranked by a cost model trained on the log's trials of spaces with the
 same parameters (other shapes, other devices; at most ``cost_model.transfer.DEFAULT_LIMIT`` of
-them, the most relevant first, so a lookup does not slow down as the log grows). The answer's
-``time_ms`` is ``None``: the model predicts a ranking, not a time. No spec, no matching trials,
-or a recorded (Kernel Tuner) space without an operator: no answer, never a guess.
+them, the most relevant first, so a lookup does not slow down as the log grows; read by
+``tuner.training.transfer_model``). The answer's ``time_ms`` is ``None``: the model predicts a
+ranking, not a time. No spec, no matching trials, or a recorded (Kernel Tuner) space without
+an operator: no answer, never a guess. The model, numpy and XGBoost are imported only when
+this tier is reached.
 """
 
 from __future__ import annotations
 
-import logging
+from typing import TYPE_CHECKING
 
-from ktune._answer import Answer
-from ktune.db import LookupQuery, TuningLog
+from ktune.db.lookup_records import LookupQuery
+from ktune.tuner.lookup.answer import Answer
+
+if TYPE_CHECKING:
+    from ktune.db.repository import TuningLog
 
 __all__ = ["cost_model_choice"]
-
-log = logging.getLogger(__name__)
 
 
 def cost_model_choice(tlog: TuningLog, query: LookupQuery) -> Answer | None:
@@ -42,7 +45,11 @@ def cost_model_choice(tlog: TuningLog, query: LookupQuery) -> Answer | None:
             return None
         model = transfer_model(tlog, space, workload, spec)
     except (ModelError, ValueError) as exc:  # operator/space errors are ValueErrors too
-        log.debug("no cost-model answer for %s on %s: %s", query.workload_key, query.device, exc)
+        import logging
+
+        logging.getLogger(__name__).debug(
+            "no cost-model answer for %s on %s: %s", query.workload_key, query.device, exc
+        )
         return None
     best = int(model.rank()[0])
     return Answer(

@@ -1,0 +1,142 @@
+"""The ``ktune`` command line loads a command's module only to run it: ``ktune --help`` lists
+every command from a table, and ``ktune best`` (run by a build once per kernel) loads no
+Typer, click, pydantic, SQLAlchemy, Alembic, numpy or rich."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from ktune.cli.app import COMMANDS, load, main
+from ktune.db import JobSpec, TrialIn, TuningLog
+
+A4000 = "NVIDIA RTX A4000"
+HEAVY = ("typer", "click", "pydantic", "sqlalchemy", "alembic", "numpy", "rich")
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _first_paragraph(text: str) -> str:
+    return " ".join(text.split("\n\n")[0].split())
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_the_table_says_what_each_command_says_of_itself(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    command = load(name)
+    assert _first_paragraph(command.help or "") == COMMANDS[name].help
+    code, out, _ = run(capsys, name, "--help")
+    assert code == 0 and f"ktune {name}" in out
+
+
+def test_help_lists_every_command_without_loading_one() -> None:
+    code = (
+        "import json, sys\n"
+        "from ktune.cli.app import main\n"
+        "assert main(['--help']) == 0\n"
+        "names = [m for m in sys.modules if m.startswith(('ktune.', 'typer', 'click'))]\n"
+        "print(json.dumps(sorted(names)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    *help_lines, loaded = done.stdout.splitlines()
+    assert json.loads(loaded) == [  # the table, and what every command shares
+        "ktune.cli",
+        "ktune.cli.app",
+        "ktune.cli.common",
+        "ktune.db",
+        "ktune.db.errors",
+        "ktune.db.urls",
+    ]
+    flat = " ".join(" ".join(help_lines).split())
+    for name, entry in COMMANDS.items():
+        assert f"{name} {entry.help}" in flat
+
+
+def test_no_command_prints_the_help_and_an_unknown_one_is_an_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = run(capsys)
+    assert code == 0 and "Commands:" in out
+    code, _, err = run(capsys, "bset")
+    assert (
+        code == 2 and err == "error: No such command 'bset': run `ktune --help` for the commands.\n"
+    )
+    code, _, err = run(capsys, "--version")
+    assert code == 2 and err.startswith("error: No such option '--version'")
+
+
+def test_the_typer_group_parses_a_command_line_as_ktune_would() -> None:
+    """What tools (the compose test) use: the group lists the table and loads a command."""
+    import typer
+
+    from ktune.cli.app import app
+
+    group = typer.main.get_command(app)
+    ctx = group.context_class(group)
+    assert group.list_commands(ctx) == list(COMMANDS)
+    serve = group.get_command(ctx, "serve")
+    assert serve.make_context("serve", ["--port", "9"]).params["port"] == 9
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> str:
+    """A recorded operator ``kw`` tuned on an A4000 at two shapes, and one tuning job."""
+    url = f"sqlite:///{tmp_path / 'k.db'}"
+    with TuningLog.open(url) as tlog:
+        d = tlog.get_or_create_device(A4000)
+        for i, shape in enumerate(((1024, 1024), (4096, 4096))):
+            key = f"kw/{shape[0]}x{shape[1]}/-"
+            w = tlog.get_or_create_workload(key, "kw", shape)
+            trial = TrialIn({"block": 32 * (i + 1)}, str(i), "ok", time_ms=1.0 + i)
+            tlog.add_trials(None, w.id, d.id, "import", [trial])
+            job = tlog.create_job(JobSpec(w.id, d.id, "replay", "random", 7, 4, 10, 60.0, None))
+            tlog.add_trials(job.id, w.id, d.id, "replay", [replace(trial, seq=0)])
+            tlog.set_job_state(job.id, "done")
+    return url
+
+
+@pytest.mark.parametrize("fmt", ["json", "env", "header"])
+@pytest.mark.parametrize("shape", ["1024x1024", "2000x2000"])
+def test_a_build_time_lookup_loads_only_what_it_needs(log: str, fmt: str, shape: str) -> None:
+    argv = ["best", "--operator", "kw", "--shape", shape, "-d", A4000, "-f", fmt, "--db", log]
+    code = (
+        "import sys\n"
+        "from ktune.cli.app import main\n"
+        f"assert main({argv!r}) == 0\n"
+        f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines()[-1] == "[]"
+
+
+def test_jobs_for_scripts(log: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "jobs", "--format", "json", "--db", log)
+    rows = json.loads(out)
+    assert code == 0 and [r["id"] for r in rows] == [2, 1]
+    first = rows[-1]
+    assert {k: first[k] for k in ("state", "workload", "device", "backend", "strategy")} == {
+        "state": "done",
+        "workload": "kw/1024x1024/-",
+        "device": A4000,
+        "backend": "replay",
+        "strategy": "random",
+    }
+    assert first["budget"] == {"trials": 10, "seconds": 60.0, "target_ms": None}
+    assert first["best_trial"] == 0 and first["best_config"] == {"block": 32}
+    assert first["created_at"].endswith("Z") and first["seed"] == 7
+    code, out, _ = run(capsys, "jobs", "-f", "csv", "--state", "done", "--db", log)
+    lines = out.splitlines()
+    assert code == 0 and lines[0].startswith("id,state,workload,device,backend,strategy,seed")
+    assert [line.split(",")[0] for line in lines[1:]] == ["2", "1"]
+    code, out, _ = run(capsys, "jobs", "--db", log)
+    assert code == 0 and "kw/4096x4096/-" in out
