@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 
-.PHONY: run test compile-sweep test-full bench setup setup-test chromium clean
+.PHONY: run test typecheck compile-sweep test-full bench setup setup-test chromium clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,9 +41,25 @@ chromium:
 
 # The suite, in minutes: the compile test builds every operator/dtype/layout/architecture case
 # on a few configs, and only the tests of the database's own behaviour run on PostgreSQL too.
+# Lint, format check, mypy --strict, then the suite on up to 4 processes (pytest-xdist; the
+# tests that start a local Ray share one process). `pytest FILE` alone runs serially.
 test: setup-test chromium
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest
+	$(BIN)/ruff format --check .
+	@$(MAKE) --no-print-directory typecheck
+	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadgroup
+
+# mypy --strict on the packages as they install (ktune.tuner, ...): mypy cannot read the
+# package-dir mapping of pyproject.toml, so it reads a tree of links with that layout, and the
+# paths it prints are mapped back to the repository's.
+TYPECHECK := out/typecheck
+typecheck: setup-test
+	@rm -rf $(TYPECHECK) && mkdir -p $(TYPECHECK)/ktune
+	@for f in ktune/*; do ln -s ../../../$$f $(TYPECHECK)/ktune/; done
+	@for d in tuner cost_model search_space server db; do ln -s ../../../$$d $(TYPECHECK)/ktune/$$d; done
+	@MYPYPATH=$(TYPECHECK) $(BIN)/mypy -p ktune > $(TYPECHECK)/report.txt; status=$$?; \
+	  sed -E 's#^$(TYPECHECK)/ktune/(tuner|cost_model|search_space|server|db)/#\1/#; s#^$(TYPECHECK)/##' \
+	    $(TYPECHECK)/report.txt; exit $$status
 
 # Every case of the compile test on 50 sampled configs (NVRTC; a few minutes).
 compile-sweep: setup-test
