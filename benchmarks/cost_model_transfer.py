@@ -3,8 +3,8 @@
 For every recorded space (Kernel Tuner cache files; default: every one under
 ``../shared/datasets``), grouped by kernel (same parameters), each GPU in turn is held out: the
 other GPUs' recordings are imported into a fresh SQLite tuning log with
-``tuner.importing.import_recording`` (what ``ktune import`` does), a model is trained from
-that log (the bounded prior a tuning job takes, ``cost_model.transfer.DEFAULT_LIMIT``: at most
+``ktune.tuner.importing.import_recording`` (what ``ktune import`` does), a model is trained from
+that log (the bounded prior a tuning job takes, ``ktune.cost_model.transfer.DEFAULT_LIMIT``: at most
 1000 trials per GPU, the fastest fifth and a uniform draw), and it ranks the held-out GPU's
 whole space. With 0, 10 and 30 random measurements
 of the held-out GPU (several seeds for 10 and 30), the measurements join the training data as

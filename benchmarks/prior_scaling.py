@@ -1,6 +1,6 @@
 """Start-up and refit cost of a model-guided job as the tuning log grows.
 
-A job of ``auto`` trains on the log's measurements of the same space (``cost_model.prior``).
+A job of ``auto`` trains on the log's measurements of the same space (``ktune.cost_model.prior``).
 This builds logs holding the bundled convolution recording (RTX A4000) plus N synthetic GPUs
 (the same configs, times perturbed by a log-normal factor, failures kept), then times, in the
 same process and on the same log:

@@ -1,7 +1,7 @@
 """How close to the optimum each strategy gets after 20/50/100/200 measurements.
 
 On every recorded (brute-forced) space given, for several seeds: ktune's strategies run
-through the real job path (``tuner.jobs``: tuning log, replay backend, resume-able loop) and
+through the real job path (``ktune.tuner.jobs``: tuning log, replay backend, resume-able loop) and
 Kernel Tuner 1.5's strategies in its simulation mode on the same recording; random search is
 given by its exact expectation (sampling without replacement). Failed configurations count as
 measurements: each costs a compile. Two modes: ``none`` (an empty log) and ``transfer`` (the

@@ -1,8 +1,8 @@
 """What a measurement pays to run in an isolated worker: local child processes vs Ray actors.
 
 Times the round trip of a trivial task (a planted measurement function that answers at once)
-through :class:`~tuner.measure.pool.WorkerPool` (the baseline: one child process per slot) and
-:class:`~tuner.measure.ray_pool.RayWorkerPool` (actors on a local Ray, no GPU), one task at a
+through :class:`~ktune.tuner.measure.pool.WorkerPool` (the baseline: one child process per slot) and
+:class:`~ktune.tuner.measure.ray_pool.RayWorkerPool` (actors on a local Ray, no GPU), one task at a
 time and in batches spread over 2 workers, plus the cost of replacing a worker after a crash.
 A real measurement (compile + warm-up + repeats) takes 0.1-10 s, so this is the overhead to
 compare with that.

@@ -1,12 +1,13 @@
 """The learned cost model: device specs and their embedding, features, XGBoost, transfer.
 
-- :mod:`cost_model.devices` - :class:`DeviceSpec`, the shipped catalog, vendor name matching,
+- :mod:`ktune.cost_model.devices` - :class:`DeviceSpec`, the shipped catalog, vendor name matching,
   specs from CUDA device properties.
-- :mod:`cost_model.embedding` - the fixed-length, explainable device embedding.
-- :mod:`cost_model.features` - :class:`FeatureExtractor` over (config, workload, device).
-- :mod:`cost_model.model` / :mod:`cost_model.xgb` - the :class:`CostModel` interface and the
-  XGBoost ensemble (``xgboost`` is imported only when a model trains, predicts or loads).
-- :mod:`cost_model.transfer` - :class:`TransferModel`: rank a device's space from samples of
+- :mod:`ktune.cost_model.embedding` - the fixed-length, explainable device embedding.
+- :mod:`ktune.cost_model.features` - :class:`FeatureExtractor` over (config, workload, device).
+- :mod:`ktune.cost_model.model` / :mod:`ktune.cost_model.xgb` - the :class:`CostModel`
+  interface and the XGBoost ensemble (``xgboost`` is imported only when a model trains,
+  predicts or loads).
+- :mod:`ktune.cost_model.transfer` - :class:`TransferModel`: rank a device's space from samples of
   other devices and workloads (``ktune.tuner.training`` reads them from the log), zero-shot or
   with the target's own trials.
 """

@@ -10,7 +10,7 @@ name): a name is *normalised* (case, runs of ``-``/``_``/space, a leading vendor
 looked up **exactly** in a table of every entry's name and aliases. There is deliberately no
 fuzzy matching: ``A100`` alone could be four different boards, and a wrong spec is worse than
 none. An unknown or empty name resolves to ``None``; callers then use the spec-less embedding
-(:func:`cost_model.embedding.embed`) and say so. LLVM ``gfx`` target names name an
+(:func:`ktune.cost_model.embedding.embed`) and say so. LLVM ``gfx`` target names name an
 architecture, not a board (``gfx90a`` is the MI210, MI250 and MI250X), so they resolve only
 where the catalog's entry is the sole product of that target.
 """

@@ -17,7 +17,7 @@ Columns, in order (:attr:`FeatureExtractor.names` lists them):
   against the device's limits (warps per block, lane utilisation of the last warp, resident
   blocks and threads per SM, limited by the thread, shared-memory and register budgets when an
   operator states a config's use of them), the number of waves the grid takes over all SMs and
-  how full the last wave is, and the device embedding (:mod:`cost_model.embedding`).
+  how full the last wave is, and the device embedding (:mod:`ktune.cost_model.embedding`).
 - ``op:*`` - features an operator derives for a config (see :class:`DerivedFeatures`).
 
 Everything is computed on whole columns at once (a space of 10^4 configs takes milliseconds),

@@ -3,7 +3,7 @@
 With no trial of the target device, the model trained on the other devices ranks the target's
 space through the device-spec features (zero-shot). As target measurements arrive
 (:meth:`TransferModel.update`), they join the training data as the *target group*, whose
-weight grows with their number (see :mod:`cost_model.xgb`); the model refits on every update
+weight grows with their number (see :mod:`ktune.cost_model.xgb`); the model refits on every update
 while the target is sparse.
 
 This is the API search strategies use (``ktune.tuner.training.transfer_model`` fits one on
@@ -39,7 +39,7 @@ DEFAULT_LIMIT = PriorLimit()
 
 
 class ObservationLike(Protocol):
-    """A measurement of the space being tuned (``tuner.strategies.Observation`` fits)."""
+    """A measurement of the space being tuned (``ktune.tuner.strategies.Observation`` fits)."""
 
     @property
     def index(self) -> int: ...

@@ -2,7 +2,7 @@
 
 Objective. Each sample's label is its group's *relative throughput* (best time of its
 (workload, device) group / its time, 0 for a failed run; see
-:func:`cost_model.samples.relative_throughput`), so groups with very different absolute times
+:func:`ktune.cost_model.samples.relative_throughput`), so groups with very different absolute times
 train together. ``objective="throughput"`` (default) regresses that label with squared error,
 which puts the model's effort where the tuner needs it: telling the fast configs apart.
 ``objective="rank"`` instead trains XGBoost's pairwise ranking loss within each group on the
@@ -16,7 +16,7 @@ and are left out.
 Weights. A group's samples together weigh ``n / (n + half_weight_at)``: a group earns trust as
 it grows and saturates, so a big log of one GPU does not drown another GPU's. When a *target*
 (the workload and device being tuned) is set, each source group is further multiplied by its
-similarity to the target (:mod:`cost_model.similarity`: spec embedding distance at first,
+similarity to the target (:mod:`ktune.cost_model.similarity`: spec embedding distance at first,
 agreement with the target's own measurements as they accumulate), and the target group's
 share of the total weight is ``n_t / (n_t + target_half_weight_at)`` (10 trials: 1/6, 30
 trials: 3/8, 150 trials: 3/4). That is how, in transfer, target trials weigh more as they

@@ -10,8 +10,8 @@ Exceptions::
      └── JobStateConflict   a job is not in a state that allows the request (e.g. cancel)
 
 ``db`` imports nothing else of ktune; every other package reads and writes the log
-through :class:`TuningLog` and the records of ``db.records`` (build-time lookups may read it
-through ``db.reader`` instead, which imports no SQLAlchemy).
+through :class:`TuningLog` and the records of ``ktune.db.records`` (build-time lookups may read it
+through ``ktune.db.reader`` instead, which imports no SQLAlchemy).
 
 The names below are imported on first use, so that ``import ktune.db.reader`` (and a process
 that only looks configs up) does not load SQLAlchemy and Alembic.

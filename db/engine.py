@@ -218,7 +218,7 @@ def _check_folder(parsed: URL, file: Path) -> None:
 
 def _read_only_engine(parsed: URL) -> Engine:
     """An engine that cannot write: SQLite opened with ``mode=ro`` (see
-    :func:`db.sqlite_files.connect_read_only`), PostgreSQL with read-only sessions."""
+    :func:`ktune.db.sqlite_files.connect_read_only`), PostgreSQL with read-only sessions."""
     if parsed.get_backend_name() == "sqlite":
         file = _existing_file(parsed)
         return create_engine(

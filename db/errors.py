@@ -1,7 +1,7 @@
 """The errors of the tuning log, and how a driver's error becomes one line for a user.
 
-No SQLAlchemy here: the lookup's queries, run through a DB-API connection (``db.reader``,
-``TuningLog``'s lookup methods), raise these too, worded as ``db.engine`` words them.
+No SQLAlchemy here: the lookup's queries, run through a DB-API connection (``ktune.db.reader``,
+``TuningLog``'s lookup methods), raise these too, worded as ``ktune.db.engine`` words them.
 """
 
 from __future__ import annotations

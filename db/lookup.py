@@ -13,7 +13,7 @@ Ties are broken by workload key, then device name, so an answer never depends on
 
 The queries are plain SQL text run through :data:`RunSql`, a callable over a DB-API
 connection: :class:`db.TuningLog` runs them through its engine's driver connection, the
-read-only reader of ``db.reader`` through ``sqlite3`` or ``psycopg`` alone (a build-time
+read-only reader of ``ktune.db.reader`` through ``sqlite3`` or ``psycopg`` alone (a build-time
 lookup then imports no SQLAlchemy). One text, one decoding of rows: both give the same
 answers. Nothing here imports SQLAlchemy.
 """
@@ -52,7 +52,7 @@ __all__ = [
 #: distance between two devices by name; None when it cannot be told (unknown device)
 DeviceDistance = Callable[[str, str], float | None]
 
-#: runs one SELECT with ``:name`` parameters and returns its rows (``db.reader`` and
+#: runs one SELECT with ``:name`` parameters and returns its rows (``ktune.db.reader`` and
 #: ``TuningLog`` give one over their connection; :func:`pyformat` turns the text into
 #: psycopg's parameter style)
 RunSql = Callable[[str, Mapping[str, Any]], Sequence[Sequence[Any]]]
@@ -210,7 +210,7 @@ def family_shapes(
 
 
 def best_count(run: RunSql) -> int:
-    """How many best configs the log holds (it only grows: see ``db.shape_index``)."""
+    """How many best configs the log holds (it only grows: see ``ktune.db.shape_index``)."""
     return int(run(_BEST_COUNT, {})[0][0])
 
 
@@ -227,7 +227,7 @@ def list_devices(run: RunSql) -> list[DeviceRecord]:
 
 
 class ShapeSource(Protocol):
-    """What the nearest-shape tiers need of ``db.shape_index.ShapeIndex``."""
+    """What the nearest-shape tiers need of ``ktune.db.shape_index.ShapeIndex``."""
 
     def nearest(self, run: RunSql, query: LookupQuery) -> tuple[str, float] | None: ...
 

@@ -1,5 +1,5 @@
 """The records a build-time lookup reads: a question, an answer of the log, a best config,
-a device. ``db.records`` exports them with the others."""
+a device. ``ktune.db.records`` exports them with the others."""
 
 from __future__ import annotations
 

@@ -2,12 +2,12 @@
 
 ``ktune best`` runs once per kernel of a build: it must not spend its time importing
 SQLAlchemy and Alembic to run a few SELECTs. :class:`LogReader` answers what a lookup asks
-(the tiers of ``db.lookup``, devices, tuned configs) through ``sqlite3`` or ``psycopg``
+(the tiers of ``ktune.db.lookup``, devices, tuned configs) through ``sqlite3`` or ``psycopg``
 directly, running the very SQL text and row decoding that :class:`db.TuningLog` runs
 through its engine, so the two never answer differently.
 
 :func:`open_read_only` opens a log for lookups: a :class:`LogReader` for a URL of the plain
-forms of ``db.urls`` (the default log, ``sqlite:///PATH``, ``postgresql://...``), else a
+forms of ``ktune.db.urls`` (the default log, ``sqlite:///PATH``, ``postgresql://...``), else a
 :class:`db.TuningLog` opened read-only. Either way the rules of a read-only open hold: nothing
 is created or migrated (a missing log is ``no such tuning log: URL``), a log at another
 schema revision is a one-line :class:`DatabaseError` (``ktune db upgrade``, or a newer
@@ -205,7 +205,7 @@ class LogReader:
                 return self._rows(sql, params)
 
     def _errors(self, action: str) -> AbstractContextManager[None]:
-        """Driver errors as a one-line :class:`DatabaseError`, as ``db.engine`` words them."""
+        """Driver errors as a one-line :class:`DatabaseError`, as ``ktune.db.engine`` words them."""
         return driver_errors(
             self.url,
             action,
@@ -283,7 +283,7 @@ def _connect_postgresql(address: PlainUrl) -> Any:
 
 def open_reader(url: str | None = None) -> LogReader | None:
     """A :class:`LogReader` of the log at ``url`` (else ``$KTUNE_DATABASE_URL``, else the
-    default log), or None when the URL is not of a plain form (see ``db.urls``)."""
+    default log), or None when the URL is not of a plain form (see ``ktune.db.urls``)."""
     raw = raw_url(url)
     address = default_plain() if raw is None else parse_plain(raw)
     return None if address is None else LogReader(address)

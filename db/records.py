@@ -1,7 +1,7 @@
 """Plain records that cross the boundary of the tuning log.
 
 The repository returns these instead of ORM objects, so no caller holds a session. Those a
-build-time lookup reads live in ``db.lookup_records`` (imported here too), so that a lookup
+build-time lookup reads live in ``ktune.db.lookup_records`` (imported here too), so that a lookup
 defines no more record classes than it uses.
 """
 

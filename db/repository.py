@@ -97,7 +97,7 @@ class TuningLog:
 
     @classmethod
     def open(cls, url: str | None = None, *, read_only: bool = False) -> TuningLog:
-        """Connect to the log at ``url`` (see :func:`db.resolve_url`), migrating it if behind.
+        """Connect to the log at ``url`` (see :func:`ktune.db.resolve_url`), migrating it if behind.
 
         ``read_only`` (build-time lookups, a log on a read-only mount): create and change
         nothing. The log must exist (else :class:`db.DatabaseError` ``no such tuning log:
@@ -312,7 +312,7 @@ class TuningLog:
 
         Entering ``running`` sets started_at (the first start is kept when a job is resumed)
         and clears finished_at, and records ``holder`` (the process running a job that has no
-        lease, see ``tuner.holder``) when given; entering done/failed/cancelled sets
+        lease, see ``ktune.tuner.holder``) when given; entering done/failed/cancelled sets
         finished_at. Raises LookupError for an unknown job.
         """
         check_state(state)
@@ -522,7 +522,7 @@ class TuningLog:
 
     def cancel_unheld(self, job_id: int, holder: str) -> JobRecord:
         """Cancel at once a running job whose ``ktune tune`` process ``holder`` is known to
-        be dead (``tuner.holder``); a no-op when another process holds it by now."""
+        be dead (``ktune.tuner.holder``); a no-op when another process holds it by now."""
         with self._write() as conn:
             leases.cancel_unheld(conn, job_id, holder, utcnow())
             row = conn.execute(jobs_query().where(job_t.c.id == job_id)).one()
@@ -538,7 +538,7 @@ class TuningLog:
     @contextmanager
     def _lookup_sql(self) -> Iterator[tiers.RunSql]:
         """The lookup's queries run through this engine's DB-API connection, as the read-only
-        reader runs them (``db.reader``): the same text, the same rows, the same errors."""
+        reader runs them (``ktune.db.reader``): the same text, the same rows, the same errors."""
         with self._read() as conn:
             dbapi = conn.connection
             postgresql = conn.dialect.name == "postgresql"
@@ -712,7 +712,7 @@ def _upsert_best(
     now: datetime,
 ) -> None:
     """Record ``candidate`` as the best config of (workload, device) if it replaces the
-    stored one. The caller holds :func:`db.best_rule.lock_pair`, so the stored best cannot
+    stored one. The caller holds :func:`ktune.db.best_rule.lock_pair`, so the stored best cannot
     change between reading it and writing."""
     stored = conn.execute(
         select(best_t.c.time_ms, best_t.c.config).where(

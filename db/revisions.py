@@ -3,7 +3,7 @@
 ``REVISIONS`` names the shipped migrations (``db/migrations/versions``) oldest first, so the
 read-only reader checks a log's schema without loading Alembic; a test checks that it lists
 exactly the scripts Alembic finds. ``schema_problem`` is the one wording of a log that a
-read-only open cannot read, used by ``db.migrate.check_schema`` and by ``db.reader``.
+read-only open cannot read, used by ``ktune.db.migrate.check_schema`` and by ``ktune.db.reader``.
 """
 
 from __future__ import annotations

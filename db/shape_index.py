@@ -7,7 +7,7 @@ while the row count of ``best_config`` stays the same, and checks that count (on
 query) on every use: a lookup never answers from a stale set of shapes, even when another
 process tunes.
 
-Distances are summed as :func:`db.lookup.shape_distance` sums them, term by term in the same
+Distances are summed as :func:`ktune.db.lookup.shape_distance` sums them, term by term in the same
 order, with ``math.log2``, so they equal its values exactly. In plain Python (a build-time
 lookup imports no numpy; a shape's sum stops as soon as it is no nearer than the best so far),
 or, in a process that has loaded numpy already (a server), with numpy over a family at once:

@@ -4,9 +4,10 @@
 unchanged: ``sqlite://`` (in memory), ``sqlite:///PATH`` with a path of letters, digits and
 ``+-./_~`` or spaces, and ``postgresql://[USER[:PASSWORD]@][HOST][:PORT]/DBNAME[?K=V&...]``
 (``postgres://`` and ``postgresql+psycopg://`` alike) with plain names. For those its
-``text`` and ``masked`` are exactly what ``db.resolve_url`` and ``db.engine.mask_url`` give, so
-messages read the same whichever path opened the log. Any other URL gives None: the caller
-hands it to the SQLAlchemy path (``db.engine``), which reads every form.
+``text`` and ``masked`` are exactly what ``ktune.db.resolve_url`` and
+``ktune.db.engine.mask_url`` give, so messages read the same whichever path opened the log.
+Any other URL gives None: the caller hands it to the SQLAlchemy path (``ktune.db.engine``),
+which reads every form.
 """
 
 from __future__ import annotations

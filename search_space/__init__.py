@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 #: the module of each public name: imported on first use, so that reading a workload key
-#: (``search_space.workload``, what a build-time lookup needs) loads no numpy
+#: (``ktune.search_space.workload``, what a build-time lookup needs) loads no numpy
 _MODULES = {
     "Constraint": "constraints",
     "ConstraintError": "constraints",

@@ -2,8 +2,8 @@
 
 This module maps the body's fields onto a ``SourceRequest`` and the factory's errors back onto
 the fields; which source a request means, how it is validated and how the job is recorded are
-``tuner.sources`` and ``tuner.lifecycle``'s. Every check runs before anything is written; a
-failed check is a :class:`FieldError` naming the field of the request, which the router
+``ktune.tuner.sources`` and ``ktune.tuner.lifecycle``'s. Every check runs before anything is
+written; a failed check is a :class:`FieldError` naming the field of the request, which the router
 answers with 422. An operator job's GPU is probed on the server's Ray cluster first; a
 cluster that offers none in time is a :class:`~ktune.tuner.measure.base.BackendError` (503). A
 CPU operator's job (``cpu_matmul``) is built for the server's CPU and needs a C compiler there

@@ -2,7 +2,7 @@
 
 The wheel is built from the tree (as ``pip install ktune`` would), installed into a fresh
 virtual environment that borrows only the dependencies of this one, and run from a folder
-that holds a user's own ``db.py``, ``server.py`` and ``tuner.py``.
+that holds a user's own ``ktune.db.py``, ``ktune.server.py`` and ``ktune.tuner.py``.
 """
 
 from __future__ import annotations

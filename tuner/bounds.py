@@ -1,6 +1,6 @@
 """The ranges of the numbers a job or a runner takes, shared by the CLI (``ktune.cli``), the
-REST schemas (``server.schemas``, ``server.routers``) and the service settings
-(``server.settings``), so that every entry point accepts the same values."""
+REST schemas (``ktune.server.schemas``, ``ktune.server.routers``) and the service settings
+(``ktune.server.settings``), so that every entry point accepts the same values."""
 
 from __future__ import annotations
 

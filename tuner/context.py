@@ -28,7 +28,7 @@ def search_context(
     """The job's workload and device (with its spec when known) and, when ``with_prior``,
     the usable trials of a space with the same parameters in the log, except the job's own:
     so a resumed job sees the same prior as when it started (its own trials are replayed).
-    ``limit`` bounds the trials loaded (``cost_model.prior``), drawn with the job's seed."""
+    ``limit`` bounds the trials loaded (``ktune.cost_model.prior``), drawn with the job's seed."""
     from ktune.cost_model.devices import resolve
     from ktune.tuner.training import samples_from_log
 

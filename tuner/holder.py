@@ -1,6 +1,6 @@
 """Who is running a job: so that a job is never run by two processes at once.
 
-A runner (the server's loop, ``ktune worker``) holds a job by its lease (``db.leases``). A job
+A runner (the server's loop, ``ktune worker``) holds a job by its lease (``ktune.db.leases``). A job
 run by ``ktune tune`` has no lease; it records its process as the job's holder
 (``ktune-tune:<host>:<pid>``) when it starts. :func:`live_holder` tells whether a running
 job's holder is provably alive: a lease that has not expired, or a ``ktune tune`` process on

@@ -2,8 +2,8 @@
 
 A job is run only from what the log holds (its spec, options and trials), so ``run_job`` is
 the same code for a new job and for one resumed after Ctrl-C, ``kill -9`` or a server restart.
-Front ends do not call these directly but through ``tuner.lifecycle`` (submit, run here,
-resume, cancel); the runner (``tuner.runner``) calls :func:`run_job` for the jobs it claims.
+Front ends do not call these directly but through ``ktune.tuner.lifecycle`` (submit, run here,
+resume, cancel); the runner (``ktune.tuner.runner``) calls :func:`run_job` for the jobs it claims.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class JobError(ValueError):
 
 @dataclass(frozen=True)
 class JobRequest:
-    """A validated request for a job on an opened source (``tuner.sources.open_source``)."""
+    """A validated request for a job on an opened source (``ktune.tuner.sources.open_source``)."""
 
     source: Source
     strategy: str
@@ -175,7 +175,7 @@ def run_job(
 
     ``source``: the job's source, already opened (else opened from its options, finding
     recordings and devices through ``environment``). ``holder`` names the process for a job
-    run without a lease (``ktune tune``: see ``tuner.holder``); such a job that a live process
+    run without a lease (``ktune tune``: see ``ktune.tuner.holder``); such a job that a live process
     is already running is a :class:`JobError`, never a second run beside the first.
 
     The outcome's reason decides what is recorded: a budget's reason, ``done``;

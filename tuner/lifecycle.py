@@ -5,7 +5,7 @@ The REST API and the CLI call these; the rules live here, not in a route or a co
 - :func:`submit` records a validated request: queued, for a runner to claim, or running in
   this process (``ktune tune``, which then calls :func:`run_here`).
 - :func:`run_here` runs a job in this process, which holds it without a lease
-  (``tuner.holder``), until its budget ends it, a cancel request does (read between batches,
+  (``ktune.tuner.holder``), until its budget ends it, a cancel request does (read between batches,
   as a runner reads it) or Ctrl-C does.
 - :func:`prepare_resume` is what resuming a stopped job takes: it must exist and no live
   process may hold it; a done job has nothing left to run; resuming on purpose withdraws an
@@ -43,7 +43,7 @@ def run_here(
     on_batch: Sequence[Callable[[Batch], None]] = (),
 ) -> Outcome:
     """Run (or resume) ``job_id`` in this process until its budget, a cancel request or
-    Ctrl-C stops it (see ``tuner.jobs.run_job``); ``source``: the job's, already opened."""
+    Ctrl-C stops it (see ``ktune.tuner.jobs.run_job``); ``source``: the job's, already opened."""
 
     def cancel_requested() -> Stop | None:
         control = tlog.job_control(job_id)

@@ -3,13 +3,13 @@
 The same loop runs inside the server (``KTUNE_RUNNER_CONCURRENCY`` slots) and as
 ``ktune worker`` in a process of its own; any number of runners may share one database.
 
-- A job is claimed atomically (see ``db.leases``) under a lease that a heartbeat thread
+- A job is claimed atomically (see ``ktune.db.leases``) under a lease that a heartbeat thread
   renews every third of its length. A runner that dies stops renewing; once the lease has
-  expired another runner claims the job and ``tuner.jobs.run_job`` resumes it from its
+  expired another runner claims the job and ``ktune.tuner.jobs.run_job`` resumes it from its
   trials, so nothing is lost or measured twice.
 - The runner works through a view of the log that refuses writes to a job it no longer
   holds (``TuningLog.for_runner``): a runner that was presumed dead cannot corrupt a job.
-- Between batches it checks the job and answers with a stop reason (``tuner.loop.Stop``):
+- Between batches it checks the job and answers with a stop reason (``ktune.tuner.loop.Stop``):
   ``POST /v1/jobs/{id}/cancel`` stops it within a batch (cancelled); a job another runner
   holds by now is given up (lease lost: nothing more is written, as when the log refuses a
   write); on shutdown the job stops at the batch boundary without changing its state, and the

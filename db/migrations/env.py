@@ -1,8 +1,8 @@
 """Alembic environment of the tuning log.
 
-ktune runs migrations itself (``db.migrate``), handing over an open connection in
+ktune runs migrations itself (``ktune.db.migrate``), handing over an open connection in
 ``config.attributes["connection"]``; there is no alembic.ini. Run through the ``alembic``
-command instead, the URL comes from ``sqlalchemy.url`` or :func:`db.engine.resolve_url`.
+command instead, the URL comes from ``sqlalchemy.url`` or :func:`ktune.db.engine.resolve_url`.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A build runs it once per kernel, so it loads only what a lookup needs: the standard library's
 argparse (Typer coerces every option through pydantic, whose import alone costs more than a
-lookup may; click costs a third of the budget), ``ktune.tuner.lookup`` and ``db.reader`` (no
+lookup may; click costs a third of the budget), ``ktune.tuner.lookup`` and ``ktune.db.reader`` (no
 SQLAlchemy, no numpy for exact and nearest-shape answers), and rich only for a table.
 """
 

@@ -2,7 +2,7 @@
 
 ``get(name)`` returns the operator registered under ``name`` (``matmul``, ``conv2d``,
 ``reduction``, ``softmax``, ``transpose``); ``names()`` lists them. A user's own kernel is a
-:class:`~search_space.operators.custom.CustomOperator`, built from Python or a T1 spec.
+:class:`~ktune.search_space.operators.custom.CustomOperator`, built from Python or a T1 spec.
 """
 
 from __future__ import annotations

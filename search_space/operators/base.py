@@ -1,6 +1,6 @@
 """The :class:`Operator` interface: everything ktune needs to tune one kind of GPU kernel.
 
-An operator turns a :class:`~search_space.workload.Workload` into a search space (whose
+An operator turns a :class:`~ktune.search_space.workload.Workload` into a search space (whose
 constraints come from the device's limits), renders CUDA C++ source for a config, gives the
 launch geometry, makes inputs and the reference result, and counts FLOPs and bytes.
 

@@ -1,7 +1,7 @@
 """``conv2d``: 2-D convolution (cross-correlation, as in deep learning) as an implicit GEMM.
 
 The problem (shapes, layouts NCHW and NHWC, stride, padding, dilation, the canonical workload)
-is :class:`~search_space.operators.conv_problem.ConvProblem`'s. The kernel is the SIMT GEMM
+is :class:`~ktune.search_space.operators.conv_problem.ConvProblem`'s. The kernel is the SIMT GEMM
 core (``cuda/gemm_simt.cuh``) with loaders that gather the input window on the fly
 (``cuda/conv2d_simt.cuh``).
 """

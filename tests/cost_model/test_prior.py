@@ -1,4 +1,4 @@
-"""Which of the log's trials a job trains on (``cost_model.prior``): bounded, relevant first,
+"""Which of the log's trials a job trains on (``ktune.cost_model.prior``): bounded, relevant first,
 the fastest kept, reproducible; the same choice whether made on the log or in memory."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The read-only reader of build-time lookups (``db.reader``): the same answers and the same
+"""The read-only reader of build-time lookups (``ktune.db.reader``): the same answers and the same
 errors as a read-only ``TuningLog``, over the DB-API alone."""
 
 from __future__ import annotations

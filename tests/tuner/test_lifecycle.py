@@ -1,4 +1,4 @@
-"""A job's life as the front ends drive it (``tuner.lifecycle``), and stop reasons that end a
+"""A job's life as the front ends drive it (``ktune.tuner.lifecycle``), and stop reasons that end a
 run as values: a cancel, a lost lease and a shutdown each end ``run_job`` without an exception
 and with the state the caller expects."""
 

@@ -12,9 +12,9 @@ One family of modules serves ``ktune.lookup``, ``ktune best`` (JSON, env, C head
 - ``render`` / ``header``: JSON, shell variables, and the C/C++ header with its dispatch
   function.
 
-The SQL is ``db``'s (``db.lookup``, run by ``db.reader`` or ``db.TuningLog``). The names below
-are imported on first use, and none of the modules loads SQLAlchemy or numpy: each is loaded
-by the first question that needs it.
+The SQL is ``db``'s (``ktune.db.lookup``, run by ``ktune.db.reader`` or ``ktune.db.TuningLog``).
+The names below are imported on first use, and none of the modules loads SQLAlchemy or
+numpy: each is loaded by the first question that needs it.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """The default cost-model tier: rank an operator's space for a workload nobody has tuned.
 
-For a workload of one of ktune's operators (``search_space.operators``) on a device whose spec
+For a workload of one of ktune's operators (``ktune.search_space.operators``) on a device whose spec
 is known (stored with the device, or in the catalog), the operator's space is built for that
 device's limits and ranked by a cost model trained on the log's trials of spaces with the
-same parameters (other shapes, other devices; at most ``cost_model.transfer.DEFAULT_LIMIT`` of
+same parameters (other shapes, other devices; at most ``ktune.cost_model.transfer.DEFAULT_LIMIT`` of
 them, the most relevant first, so a lookup does not slow down as the log grows; read by
-``tuner.training.transfer_model``). The answer's ``time_ms`` is ``None``: the model predicts a
+``ktune.tuner.training.transfer_model``). The answer's ``time_ms`` is ``None``: the model predicts a
 ranking, not a time. No spec, no matching trials, or a recorded (Kernel Tuner) space without
 an operator: no answer, never a guess. The model, numpy and XGBoost are imported only when
 this tier is reached.

@@ -2,7 +2,7 @@
 
 The header holds ``#define``s of the answer and of every tuned shape of an operator, and a
 dispatch function that picks, for any shape, the config tuned for the nearest tuned shape,
-by the same distance as the lookup (``db.shape_distance``), so a static build needs no JIT.
+by the same distance as the lookup (``ktune.db.shape_distance``), so a static build needs no JIT.
 :func:`header` chooses what goes in (the device's tuned shapes, else the most similar
 device's); :func:`render_header` writes it.
 """

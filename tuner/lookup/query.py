@@ -2,7 +2,7 @@
 
 A question names a workload key, or an operator with a shape (the shape grammar of every
 command, :func:`ktune.search_space.workload.parse_shape`), a dtype and a layout. For ktune's
-own operators (``search_space.operators`` and ``.operators.cpu``) the workload is the one the
+own operators (``ktune.search_space.operators`` and ``.operators.cpu``) the workload is the one the
 operator builds, ``op.workload(shape, dtype or its default dtype, layout)``, as ``ktune tune
 --op`` builds it: a convolution's short shape forms and the default dtype and layout find what
 tune stored. For any other operator (recorded spaces, imports) the workload is taken as asked

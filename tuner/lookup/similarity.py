@@ -1,7 +1,7 @@
 """Device similarity for the lookup's similar-device tiers, from the cost model's catalog.
 
-Two devices are as far apart as the spec embeddings (``cost_model.embedding.embed``) of their
-catalog specs (``cost_model.devices.resolve``). Without the cost model, or for a device the
+Two devices are as far apart as the spec embeddings (``ktune.cost_model.embedding.embed``) of their
+catalog specs (``ktune.cost_model.devices.resolve``). Without the cost model, or for a device the
 catalog does not know, no distance can be told and the device is left out: the lookup never
 guesses that two GPUs are alike. The catalog and numpy are loaded when a distance is first
 asked for, so the exact and nearest-shape tiers never load them.

@@ -1,12 +1,12 @@
 """``ktune.lookup``: the best known config of a workload on a device, with the tier it came from.
 
-The log answers the tiers it can (``db.lookup``: exact, nearest shape, similar device, similar
+The log answers the tiers it can (``ktune.db.lookup``: exact, nearest shape, similar device, similar
 device's nearest shape); above it, this module tries another spelling of the device name and
 asks the cost model before the last of them. ``ktune best``, ``GET /v1/best`` and the C header
 writer all answer through :func:`answer_from`.
 
 What is loaded is what a question reaches: an exact or nearest-shape answer from a log opened
-by URL reads it through ``db.reader`` (no SQLAlchemy, no numpy); ktune's operators are
+by URL reads it through ``ktune.db.reader`` (no SQLAlchemy, no numpy); ktune's operators are
 imported only when a question must be built through one (see ``query``), the device catalog
 only for the similar-device tiers, the cost model only for its tier.
 """

@@ -1,8 +1,8 @@
 """The ``cpu`` backend: CPU kernels compiled with the system C compiler and timed on this machine.
 
-Measurement runs in one worker process (:class:`~tuner.measure.pool.WorkerPool`; a kernel that
+Measurement runs in one worker process (:class:`~ktune.tuner.measure.pool.WorkerPool`; a kernel that
 crashes or hangs takes only the worker down) built by
-:func:`~tuner.measure.cpu_worker.make_cpu_measurer`. One worker, not one per core: kernels
+:func:`~ktune.tuner.measure.cpu_worker.make_cpu_measurer`. One worker, not one per core: kernels
 use the cores themselves (the ``threads`` knob), and two measurements at once would disturb
 each other's times; for the same reason every CPU backend on the machine measures its batches
 one at a time (:func:`machine_lock`). Compiled libraries live in a temporary directory removed

@@ -1,8 +1,8 @@
 """The CPU side of the ``cpu`` backend: compile, run, check and time one config (in a worker).
 
-:class:`CpuMeasurer` is built inside a worker process (see :mod:`tuner.measure.pool`): it makes
-the operator's inputs, computes the float64 reference and keeps pristine copies of the outputs.
-Each call then
+:class:`CpuMeasurer` is built inside a worker process (see :mod:`ktune.tuner.measure.pool`): it
+makes the operator's inputs, computes the float64 reference and keeps pristine copies of the
+outputs. Each call then
 
 1. compiles the config's C source with the system C compiler into a shared library (cached by
    source and flags in the backend's directory);

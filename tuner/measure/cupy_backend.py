@@ -1,8 +1,8 @@
 """The ``cupy`` backend: configs compiled with NVRTC and timed on the local NVIDIA GPU(s).
 
-Measurement runs in worker processes (:class:`~tuner.measure.pool.WorkerPool`, one per GPU,
-each holding its CUDA context) built by :func:`~tuner.measure.worker.make_measurer`, or, given
-a :class:`~tuner.measure.ray_pool.RayPlacement`, in actors on GPUs of a Ray cluster (every one
+Measurement runs in worker processes (:class:`~ktune.tuner.measure.pool.WorkerPool`, one per GPU,
+each holding its CUDA context) built by :func:`~ktune.tuner.measure.worker.make_measurer`, or, given
+a :class:`~ktune.tuner.measure.ray_pool.RayPlacement`, in actors on GPUs of a Ray cluster (every one
 of them the same kind of GPU). What a worker cannot answer becomes a status, never an
 exception: a worker that dies is a ``runtime_error``, one that does not answer within
 ``timeout_s`` a ``timeout``; either way it is replaced and the job goes on.

@@ -147,7 +147,7 @@ class _Worker:
 class SlotPool(ABC):
     """Workers by slot, each running a measurement function on tasks one at a time: the
     interface of :class:`WorkerPool` (local child processes) and of
-    :class:`~tuner.measure.ray_pool.RayWorkerPool` (actors on a Ray cluster)."""
+    :class:`~ktune.tuner.measure.ray_pool.RayWorkerPool` (actors on a Ray cluster)."""
 
     def __init__(self, slots: Sequence[int], timeout_s: float) -> None:
         if not timeout_s > 0:

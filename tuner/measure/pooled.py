@@ -1,4 +1,4 @@
-"""A backend whose measurements run in a :class:`~tuner.measure.pool.SlotPool` of workers.
+"""A backend whose measurements run in a :class:`~ktune.tuner.measure.pool.SlotPool` of workers.
 
 What a worker cannot answer becomes a status, never an exception: a worker that dies (or whose
 measurement code raises) is a ``runtime_error``, one that does not answer within the pool's

@@ -1,6 +1,6 @@
 """GPU workers on a Ray cluster: measurements beyond one machine.
 
-A :class:`RayWorkerPool` is a :class:`~tuner.measure.pool.SlotPool` whose workers are Ray
+A :class:`RayWorkerPool` is a :class:`~ktune.tuner.measure.pool.SlotPool` whose workers are Ray
 actors instead of local child processes: one actor per slot, each holding one GPU of the
 cluster (``num_gpus=1``; Ray sets ``CUDA_VISIBLE_DEVICES``, so the actor builds
 ``factory(0)``), on a node of the requested accelerator type when one is given
@@ -10,8 +10,8 @@ isolation contract is the local pool's:
 - a function that raises: the error comes back as a value, the actor stays;
 - an actor that dies (``os._exit``, a segfault, its node lost): ``crashed``, a new actor;
 - no answer in time (a kernel that never ends): the actor is killed, ``timeout``, a new one;
-- an answer wrapped in :class:`~tuner.measure.pool.WorkerReply` with ``restart=True`` (a sticky
-  CUDA error): the answer is kept, the actor replaced.
+- an answer wrapped in :class:`~ktune.tuner.measure.pool.WorkerReply` with ``restart=True`` (a
+  sticky CUDA error): the answer is kept, the actor replaced.
 
 Every node must have ktune installed (``pip install 'ktune[gpu,ray]'``): actors import the
 measurement code from there, the driver sends only the factory (pickled by reference).

@@ -1,6 +1,6 @@
 """The GPU side of the CuPy backend: compile, run, check and time one config (in a worker).
 
-:class:`GpuMeasurer` is built inside a worker process (see :mod:`tuner.measure.pool`): it
+:class:`GpuMeasurer` is built inside a worker process (see :mod:`ktune.tuner.measure.pool`): it
 selects its device, uploads the operator's arguments, computes the reference on the GPU in
 float64, and keeps pristine copies of the outputs. Each call then
 

@@ -1,7 +1,7 @@
 """What every job source is (:class:`Source`), what its options promise, and its error.
 
 A source is everything a job runs on: the space, the workload, the device and a measurement
-backend. It is opened from its options alone (``tuner.sources.factory.open_source``), so a job
+backend. It is opened from its options alone (``ktune.tuner.sources.factory.open_source``), so a job
 can be resumed, by the CLI or a runner, from what the tuning log holds.
 """
 
@@ -22,7 +22,7 @@ class SourceError(ValueError):
 
 
 class SourceOptions(Protocol):
-    """What a job stores to open its source again (``tuner.sources.options``): JSON-able,
+    """What a job stores to open its source again (``ktune.tuner.sources.options``): JSON-able,
     validated when built, equal after ``to_json`` and back."""
 
     @property

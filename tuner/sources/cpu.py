@@ -1,6 +1,6 @@
 """A job's source for a CPU kernel measured on this machine (the ``cpu`` backend).
 
-:class:`CpuSource` builds a CPU operator's space (``search_space.operators.cpu``) for the
+:class:`CpuSource` builds a CPU operator's space (``ktune.search_space.operators.cpu``) for the
 local CPU's limits (cores, vector registers) and measures it with
 :class:`~ktune.tuner.measure.cpu_backend.CpuBackend`. Like a GPU job, a resumed CPU job checks
 that the machine and the space are the ones it started with.

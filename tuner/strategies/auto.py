@@ -1,7 +1,7 @@
 """ktune's default: every proposal source pooled, adaptive sampling picks the batch.
 
 Three quarters of each plan are one-knob moves around the two best measurements, a knob at a
-time, the model choosing each knob's value (``tuner.proposals.coordinate``): the search
+time, the model choosing each knob's value (``ktune.tuner.proposals.coordinate``): the search
 converges locally. The rest comes from the pooled sources through the adaptive sampler: the
 best unmeasured configs by acquisition over the whole space (or a large sample of it), one-knob
 neighbours of the best measurements, model-based annealing, and the PPO agent; that quarter

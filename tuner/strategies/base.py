@@ -3,8 +3,8 @@
 A strategy works on dense indices of a :class:`~search_space.SearchSpace` (``0..len-1``), so
 every proposal is a valid configuration by construction. It must never propose an index twice,
 nor one it has been told about. Its state is rebuilt from the trials alone: the tuner replays a
-stopped job's batches through ``ask``/``tell`` with the same seed (see ``tuner.loop``), and falls
-back to ``restore`` when a replay diverges.
+stopped job's batches through ``ask``/``tell`` with the same seed (see ``ktune.tuner.loop``), and
+falls back to ``restore`` when a replay diverges.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Bayesian search: Optuna's TPE, warm-started from the tuning log, picks filtered by the model.
 
-Each plan, TPE (``tuner.proposals.tpe``) proposes candidates from a study rebuilt from the
+Each plan, TPE (``ktune.tuner.proposals.tpe``) proposes candidates from a study rebuilt from the
 job's measurements and, while the job is young, the log's measurements of the same space on
 other devices and workloads; the adaptive sampler then keeps a diverse, promising batch by the
 XGBoost cost model's acquisition. Runs alone by name for comparison with ``auto``.

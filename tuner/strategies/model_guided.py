@@ -1,14 +1,14 @@
 """Search on a cost model: propose from sources, pick a diverse batch, learn, repeat.
 
-The base of ktune's model-guided strategies. An XGBoost cost model (``cost_model.xgb``) is
+The base of ktune's model-guided strategies. An XGBoost cost model (``ktune.cost_model.xgb``) is
 trained on this job's measurements and, when the tuning log holds measurements of the same
 space (other GPUs, other workloads, earlier jobs), on those too: the target device's trials
-then weigh more as they arrive (transfer; see ``cost_model.transfer``). Until the model has
+then weigh more as they arrive (transfer; see ``ktune.cost_model.transfer``). Until the model has
 something to learn from, batches are space-filling (cluster representatives of a random
 sample). After that, each subclass pools candidates from its proposal sources; the adaptive
-sampler (``tuner.sampling``) keeps one promising representative per cluster. A subclass may
+sampler (``ktune.tuner.sampling``) keeps one promising representative per cluster. A subclass may
 give a share of each plan (``coordinate_share``) to one-knob moves around the best
-measurements (``tuner.proposals.coordinate``), so the search also converges locally.
+measurements (``ktune.tuner.proposals.coordinate``), so the search also converges locally.
 
 Tuner time is amortised: proposals are planned ``plan_size`` at a time (at least the batch
 asked for), so the model is refitted, the space scored and the sources run once per plan, not
@@ -70,7 +70,7 @@ class ModelGuided(Strategy):
     #: uncertainty bonus in the acquisition
     beta: ClassVar[float] = 0.5
     #: how much of the log's prior a job trains on (per group and in all), so that start-up
-    #: and refits stay cheap however large the log grows (``cost_model.prior``)
+    #: and refits stay cheap however large the log grows (``ktune.cost_model.prior``)
     prior_limit: ClassVar[PriorLimit | None] = DEFAULT_LIMIT
 
     def __init__(

@@ -47,7 +47,7 @@ class CpuLimits:
 
     @classmethod
     def from_spec(cls, spec: Mapping[str, Any]) -> CpuLimits:
-        """Limits from a detected CPU spec (:func:`tuner.measure.cpu_detect.cpu_spec`)."""
+        """Limits from a detected CPU spec (:func:`ktune.tuner.measure.cpu_detect.cpu_spec`)."""
         return cls(**{k: int(spec[k]) for k in cls.__dataclass_fields__ if spec.get(k) is not None})
 
     def constants(self) -> dict[str, Value]:
