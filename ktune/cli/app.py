@@ -46,8 +46,7 @@ class Entry(NamedTuple):
 COMMANDS: dict[str, Entry] = {
     "tune": Entry(
         "ktune.cli.tune:tune",
-        "Tune a recorded space (--replay) or an operator on the local GPU or CPU (--op), "
-        "or resume a job.",
+        "Tune a recorded space (--replay), an operator on this GPU or CPU (--op), or resume a job.",
     ),
     "import": Entry(
         "ktune.cli.interchange:import_",
@@ -67,8 +66,7 @@ COMMANDS: dict[str, Entry] = {
     "strategies": Entry("ktune.cli.catalog:strategies", "Registered search strategies."),
     "operators": Entry(
         "ktune.cli.catalog:operators",
-        "Operators ktune tunes for real: on a GPU (ktune tune --op NAME, or a Ray cluster) or on "
-        "this CPU.",
+        "Operators ktune tunes for real, on a GPU (--op NAME, or on a Ray cluster) or this CPU.",
     ),
     "spaces": Entry(
         "ktune.cli.catalog:spaces", "Bundled recorded spaces, and the workloads in the tuning log."

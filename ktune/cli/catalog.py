@@ -27,8 +27,7 @@ def strategies() -> None:
 
 
 def operators() -> None:
-    """Operators ktune tunes for real: on a GPU (ktune tune --op NAME, or a Ray cluster) \
-or on this CPU."""
+    """Operators ktune tunes for real, on a GPU (--op NAME, or on a Ray cluster) or this CPU."""
     table = Table("operator", "runs on", "shape (--shape)", "dtypes", "layouts", "what it computes")
     for info in all_operators():
         cells = (

@@ -219,8 +219,7 @@ def tune(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     db: DbOption = None,
 ) -> None:
-    """Tune a recorded space (--replay) or an operator on the local GPU or CPU (--op), \
-or resume a job."""
+    """Tune a recorded space (--replay), an operator on this GPU or CPU (--op), or resume a job."""
     if sum(x is not None for x in (replay, op, resume)) + demo != 1:
         raise CliError("give exactly one of --replay FILE, --op OPERATOR, --demo or --resume JOB")
     check_range("--resume", resume, 1, MAX_JOB_ID)

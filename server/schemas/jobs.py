@@ -71,8 +71,8 @@ class JobCreate(_Strict):
     """A tuning job: on a recorded space (``space``: the bundled ones and those of
     KTUNE_RECORDINGS_DIR, replayed), of an operator measured on GPUs of the server's Ray
     cluster (``operator`` and ``shape``; the server needs KTUNE_RAY_ADDRESS), or of a CPU
-    operator (``cpu_matmul``, ``cpu_conv2d``) measured on the CPU of a runner that takes \
-``cpu`` jobs."""
+    operator (``cpu_matmul``, ``cpu_conv2d``) measured on the CPU of a runner that takes
+    ``cpu`` jobs."""
 
     space: str | None = Field(
         None, min_length=1, max_length=128, description="Name of a recorded space (GET /v1/spaces)."
