@@ -1,14 +1,14 @@
 """Leave-one-GPU-out evaluation of the cost model's transfer to a GPU it has not seen.
 
-For every recorded space (Kernel Tuner cache files; default: every one under
-``../shared/datasets``), grouped by kernel (same parameters), each GPU in turn is held out: the
-other GPUs' recordings are imported into a fresh SQLite tuning log with
-``ktune.tuner.importing.import_recording`` (what ``ktune import`` does), a model is trained from
-that log (the bounded prior a tuning job takes, ``ktune.cost_model.transfer.DEFAULT_LIMIT``: at most
-1000 trials per GPU, the fastest fifth and a uniform draw), and it ranks the held-out GPU's
-whole space. With 0, 10 and 30 random measurements
-of the held-out GPU (several seeds for 10 and 30), the measurements join the training data as
-the target group. Columns, side by side from the same run:
+For every recorded space (Kernel Tuner cache files; default: every one under the folder
+``$KTUNE_DATASETS`` names, e.g. the Benchmark Hub's recordings, else the bundled ones), grouped
+by kernel (same parameters), each GPU in turn is held out: the other GPUs' recordings are
+imported into a fresh SQLite tuning log with ``ktune.tuner.importing.import_recording`` (what
+``ktune import`` does), a model is trained from that log (the bounded prior a tuning job takes,
+``ktune.cost_model.transfer.DEFAULT_LIMIT``: at most 1000 trials per GPU, the fastest fifth and
+a uniform draw), and it ranks the held-out GPU's whole space. With 0, 10 and 30 random
+measurements of the held-out GPU (several seeds for 10 and 30), the measurements join the
+training data as the target group. Columns, side by side from the same run:
 
 - ``random``: a random ranking, as an exact expectation over all draws.
 - ``pooled``: the same XGBoost knowing nothing of devices: no device columns, every source
@@ -57,10 +57,10 @@ from ktune.cost_model.samples import Sample
 from ktune.cost_model.transfer import DEFAULT_LIMIT, MIN_DEVICES_FOR_COLUMNS
 from ktune.db import TuningLog
 from ktune.search_space.formats import FormatError, RecordedSpace, load_cache
+from ktune.testing.recordings import DATASETS_ENV, datasets
 from ktune.tuner.importing import import_recording
 from ktune.tuner.training import samples_from_log, transfer_model
 
-DEFAULT_DIR = ROOT.parent / "shared" / "datasets"
 KS = (1, 5, 10, 50)
 MEASURED = (0, 10, 30)
 METHODS = ("random", "pooled", "device")
@@ -81,7 +81,7 @@ def find_recordings(paths: Sequence[str]) -> list[RecordedSpace]:
     if paths:
         return [load_cache(p) for p in paths]  # given explicitly: a bad file is an error
     out = []
-    for p in sorted(DEFAULT_DIR.rglob("*.json*")):
+    for p in datasets("**/*.json*", "*.json.gz"):
         try:
             out.append(load_cache(p))
         except FormatError:
@@ -353,7 +353,9 @@ def check_targets(rows: list[Row]) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
-        "files", nargs="*", help="Kernel Tuner cache files (default: ../shared/datasets)"
+        "files",
+        nargs="*",
+        help=f"Kernel Tuner cache files (default: all under ${DATASETS_ENV}, else the bundled)",
     )
     ap.add_argument("--seeds", type=int, default=3, help="seeds for the 10 and 30 measurement rows")
     ap.add_argument("--objective", default="throughput", choices=("throughput", "rank"))
@@ -366,11 +368,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         recs = find_recordings(args.files)
-    except FormatError as exc:
+    except (FormatError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if not recs:
-        print(f"error: no Kernel Tuner cache file found (looked in {DEFAULT_DIR})", file=sys.stderr)
+        print(
+            f"error: no Kernel Tuner cache file found (looked in ${DATASETS_ENV})", file=sys.stderr
+        )
         return 2
     spaces = by_space(recs)
     t0 = time.perf_counter()

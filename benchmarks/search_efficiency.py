@@ -35,6 +35,7 @@ from benchmarks.kt_simulation import KT_STRATEGIES, run_kernel_tuner
 from ktune.db import TuningLog
 from ktune.search_space.formats import load_cache
 from ktune.search_space.formats.kernel_tuner import RecordedSpace
+from ktune.testing.recordings import DATASETS_ENV, datasets
 from ktune.tuner import strategies
 from ktune.tuner.budget import Budget
 from ktune.tuner.importing import import_recording
@@ -165,9 +166,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.seeds < 1 or args.first_seed < 0 or args.budget < 1:
         parser.error("--seeds and --budget must be at least 1, --first-seed at least 0")
-    files = args.files or sorted((ROOT.parent / "shared" / "datasets").glob("*/*.json.gz"))
+    try:
+        files = args.files or datasets("*/*.json.gz", "*.json.gz")
+    except FileNotFoundError as exc:
+        parser.error(str(exc))
     if not files:
-        parser.error("no recorded spaces given and none under ../shared/datasets")
+        parser.error(f"no recorded spaces given and none under ${DATASETS_ENV}")
     recs = {f: load_cache(f) for f in files}
     ours = [s for s in args.strategies.split(",") if s]
     theirs = [s for s in args.kt.split(",") if s]

@@ -9,10 +9,11 @@ Exits 1 when any space differs.
 
     .venv/bin/python benchmarks/space_construction.py [SPEC.json ...] [--repeats N]
 
-Without paths it uses every ``space_t1.json`` under ``../shared/datasets/`` (relative to the
-repository root). Kernel Tuner runs with its defaults (framework ``PythonConstraint``,
-solver ``PC_OptimizedBacktrackingSolver``) and ``max_threads=1024``, which adds the restriction
-``block_size_x * block_size_y * block_size_z <= 1024`` that ktune does not add on its own.
+Without paths it uses every ``*/space_t1.json`` under the folder ``$KTUNE_DATASETS`` names
+(e.g. the Benchmark Hub's recordings), else the bundled T1 specs. Kernel Tuner runs with its
+defaults (framework ``PythonConstraint``, solver ``PC_OptimizedBacktrackingSolver``) and
+``max_threads=1024``, which adds the restriction ``block_size_x * block_size_y * block_size_z
+<= 1024`` that ktune does not add on its own.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from ktune.search_space import SearchSpace
 from ktune.search_space.formats.t1 import load_t1
+from ktune.testing.recordings import DATASETS_ENV, datasets
 from ktune.testing.spaces import large_gpu_space
 
 
@@ -103,14 +105,18 @@ def main(argv: list[str] | None = None) -> int:
         "specs",
         nargs="*",
         type=Path,
-        help="T1 spec files (default: ../shared/datasets/*/space_t1.json)",
+        help=f"T1 spec files (default: ${DATASETS_ENV}/*/space_t1.json, else the bundled ones)",
     )
     parser.add_argument(
         "--repeats", type=int, default=7, help="builds per space and library (median reported)"
     )
     parser.add_argument("--no-synthetic", action="store_true", help="skip the 1e8 synthetic row")
     args = parser.parse_args(argv)
-    specs = args.specs or sorted((ROOT.parent / "shared" / "datasets").glob("*/space_t1.json"))
+    try:
+        specs = args.specs or datasets("*/space_t1.json", "*_t1.json")
+    except FileNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if not specs:
         print("no T1 specs found", file=sys.stderr)
         return 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,9 @@ __all__ = [
     "CONV_DEVICE",
     "PNPOLY",
     "PNPOLY_DEVICE",
+    "DATASETS_ENV",
     "RECORDED",
+    "datasets",
     "kt_cache",
     "recording",
     "write_kt_cache",
@@ -28,6 +31,24 @@ CONV = "convolution_A4000"  # a 2-D convolution on an NVIDIA RTX A4000: 4362 con
 CONV_DEVICE = "NVIDIA RTX A4000"
 PNPOLY = "pnpoly_RTX_3090"  # point-in-polygon on an NVIDIA GeForce RTX 3090: some configs fail
 PNPOLY_DEVICE = "NVIDIA GeForce RTX 3090"
+
+
+#: a folder of further recordings for the benchmarks (e.g. the Benchmark Hub's), never bundled
+DATASETS_ENV = "KTUNE_DATASETS"
+
+
+def datasets(pattern: str, bundled: str) -> list[Path]:
+    """The files matching the glob ``pattern`` (e.g. ``*/*.json.gz``) under ``$KTUNE_DATASETS``,
+    sorted; without that variable, those matching ``bundled`` among the bundled recordings, so
+    a benchmark runs on a fresh clone. A variable naming no folder is a
+    :class:`FileNotFoundError` that says so."""
+    folder = os.environ.get(DATASETS_ENV)
+    if not folder:
+        return sorted(RECORDED.glob(bundled))
+    root = Path(folder).expanduser()
+    if not root.is_dir():
+        raise FileNotFoundError(f"${DATASETS_ENV}={folder}: no such folder")
+    return sorted(root.glob(pattern))
 
 
 def recording(name: str) -> Path:
