@@ -1,7 +1,7 @@
 """Options and error handling shared by every ``ktune`` command.
 
 ``out`` and ``err`` (rich consoles for stdout and stderr) and ``DbOption`` (Typer's ``--db``)
-are made when first imported or used, so that ``ktune best``, a plain click command that
+are made when first imported or used, so that ``ktune best``, an argparse command that
 prints plain text, loads neither rich nor Typer.
 """
 

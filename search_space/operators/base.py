@@ -21,9 +21,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ktune.search_space.operators.forms import OperatorError, WorkloadForm, shape_of
 from ktune.search_space.parameters import Config, Parameter, Value
 from ktune.search_space.space import SearchSpace
-from ktune.search_space.workload import Workload, WorkloadError, parse_shape
+from ktune.search_space.workload import Workload
 
 __all__ = [
     "Arguments",
@@ -35,13 +36,10 @@ __all__ = [
     "ShapedOperator",
     "Tolerance",
     "ceil_div",
+    "shape_of",
     "instantiate",
     "template",
 ]
-
-
-class OperatorError(ValueError):
-    """An operator cannot serve the workload or config it was given."""
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -259,60 +257,12 @@ _DTYPES: dict[str, type[np.floating[Any]]] = {
 }
 
 
-class ShapedOperator:
-    """What every kind of kernel shares, on a GPU or a CPU: its name, the dtypes, layouts and
-    shape dimensions its workloads may have, and the tolerance its results are checked with."""
+class ShapedOperator(WorkloadForm):
+    """What every kind of kernel shares, on a GPU or a CPU: its workloads' form (inherited from
+    :mod:`~ktune.search_space.operators.forms`), a one-line summary, and the tolerance its
+    results are checked with."""
 
-    name: ClassVar[str]
-    dtypes: ClassVar[tuple[str, ...]] = ("float32", "float16")
-    layouts: ClassVar[tuple[str, ...]] = ("",)
-    #: dimension names, in shape order (for messages and ``--shape`` help)
-    dims: ClassVar[tuple[str, ...]] = ()
     summary: ClassVar[str] = ""
-
-    @property
-    def shape_form(self) -> str:
-        """How a shape is written, e.g. ``MxNxK``."""
-        return "x".join(self.dims)
-
-    # --- workloads
-
-    def workload(
-        self, shape: Sequence[int] | str, dtype: str = "float32", layout: str = ""
-    ) -> Workload:
-        """A validated workload of this operator (``shape`` as ints or ``4096x4096``)."""
-        dims = shape_of(shape)
-        layout = layout or self.layouts[0]
-        if dtype not in self.dtypes:
-            raise OperatorError(
-                f"{self.name}: dtype {dtype!r} not supported "
-                f"(choose from: {', '.join(self.dtypes)})"
-            )
-        if layout not in self.layouts:
-            raise OperatorError(
-                f"{self.name}: layout {layout!r} not supported "
-                f"(choose from: {', '.join(self.layouts)})"
-            )
-        dims = self.canonical_shape(dims)
-        try:
-            return Workload(self.name, dims, dtype, layout)
-        except WorkloadError as e:
-            raise OperatorError(str(e)) from None
-
-    def canonical_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
-        """Check the shape's rank and values; subclasses may fill in defaults."""
-        if len(shape) != len(self.dims):
-            raise OperatorError(
-                f"{self.name}: shape needs {len(self.dims)} dimensions ({'x'.join(self.dims)}), "
-                f"got {len(shape)}"
-            )
-        if any(d <= 0 for d in shape):
-            raise OperatorError(f"{self.name}: shape {shape} must be positive")
-        return shape
-
-    def check(self, workload: Workload) -> None:
-        if workload.operator != self.name:
-            raise OperatorError(f"workload {workload.key} is not a {self.name} workload")
 
     def np_dtype(self, workload: Workload) -> type[np.floating[Any]]:
         return _DTYPES[workload.dtype]
@@ -399,14 +349,6 @@ class Operator(ShapedOperator, ABC):
 
     def __repr__(self) -> str:
         return f"<operator {self.name}>"
-
-
-def shape_of(shape: Sequence[int] | str) -> tuple[int, ...]:
-    """:func:`~ktune.search_space.workload.parse_shape`, its errors as :class:`OperatorError`."""
-    try:
-        return parse_shape(shape)
-    except WorkloadError as exc:
-        raise OperatorError(str(exc)) from None
 
 
 def instantiate(target: str) -> Any:

@@ -21,6 +21,7 @@ from ktune.search_space.operators.base import (
     template,
 )
 from ktune.search_space.operators.conv_problem import ConvProblem, ConvShape
+from ktune.search_space.operators.forms import Conv2dForm
 from ktune.search_space.operators.matmul import SIMT_CONSTRAINTS, simt_gemm_coverage, simt_launch
 from ktune.search_space.parameters import Config, Parameter
 from ktune.search_space.space import SearchSpace
@@ -38,8 +39,7 @@ _PARAMS = [
 ]
 
 
-class Conv2d(ConvProblem, Operator):
-    name = "conv2d"
+class Conv2d(Conv2dForm, ConvProblem, Operator):
     summary = "2-D convolution, NCHW or NHWC, stride/padding/dilation; implicit GEMM"
 
     def space(self, workload: Workload, limits: DeviceLimits) -> SearchSpace:

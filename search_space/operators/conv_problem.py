@@ -9,123 +9,20 @@ reference, FLOPs and bytes. Mixed into both operators.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
-from ktune.search_space.operators.base import Arguments, OperatorError, ShapedOperator, shape_of
+from ktune.search_space.operators.base import Arguments, OperatorError, ShapedOperator
+from ktune.search_space.operators.forms import ConvForm, ConvShape
 from ktune.search_space.workload import Workload
 
 __all__ = ["ConvProblem", "ConvShape"]
 
 
-class ConvShape:
-    """The 13 numbers of a convolution (N C H W K R S SH SW PH PW DH DW) and its output size."""
-
-    def __init__(self, shape: tuple[int, ...]) -> None:
-        (
-            self.n,
-            self.c,
-            self.h,
-            self.w,
-            self.k,
-            self.r,
-            self.s,
-            self.sh,
-            self.sw,
-            self.ph,
-            self.pw,
-            self.dh,
-            self.dw,
-        ) = shape
-        self.p = (self.h + 2 * self.ph - self.dh * (self.r - 1) - 1) // self.sh + 1
-        self.q = (self.w + 2 * self.pw - self.dw * (self.s - 1) - 1) // self.sw + 1
-
-    def defines(self, nhwc: bool) -> dict[str, int]:
-        names = ("N", "C", "H", "W", "K", "R", "S", "SH", "SW", "PH", "PW", "DH", "DW", "P", "Q")
-        values = (
-            self.n,
-            self.c,
-            self.h,
-            self.w,
-            self.k,
-            self.r,
-            self.s,
-            self.sh,
-            self.sw,
-            self.ph,
-            self.pw,
-            self.dh,
-            self.dw,
-            self.p,
-            self.q,
-        )
-        return {**{f"CV_{k}": v for k, v in zip(names, values)}, "CV_NHWC": int(nhwc)}
-
-    def gemm(self, nhwc: bool) -> tuple[int, int, int]:
-        """(M, N, K) of the implicit GEMM."""
-        pixels, reduce = self.n * self.p * self.q, self.c * self.r * self.s
-        return (pixels, self.k, reduce) if nhwc else (self.k, pixels, reduce)
-
-
-class ConvProblem(ShapedOperator):
-    """A convolution's workloads and data; ``layouts`` says which of NCHW and NHWC the kernel
-    takes."""
-
-    layouts: ClassVar[tuple[str, ...]] = ("NCHW", "NHWC")
-    dims: ClassVar[tuple[str, ...]] = ("N", "C", "H", "W", "K", "R", "S", "SH", "SW", "DH", "DW")
-
-    @property
-    def shape_form(self) -> str:
-        return "NxCxHxWxKxRxS[xSHxSW[xPHxPW[xDHxDW]]]"
-
-    def workload(
-        self, shape: Sequence[int] | str, dtype: str = "float32", layout: str = ""
-    ) -> Workload:
-        """Accepts 7 numbers (N..S), 9 (+ stride), 13 (+ padding, dilation) or the canonical 11
-        (N..S, stride, dilation; padding from a layout like ``NCHW_pad1x1``)."""
-        dims = shape_of(shape)
-        base, _, pad = (layout or "NCHW").partition("_pad")
-        ph = pw = 0
-        if pad:
-            try:
-                ph, pw = (int(v) for v in pad.split("x"))
-            except ValueError:
-                raise OperatorError(
-                    f"{self.name}: layout {layout!r} is not like NCHW_pad1x1"
-                ) from None
-        if len(dims) == 13:
-            if pad:
-                raise OperatorError(
-                    f"{self.name}: padding given both in the shape and in the layout"
-                )
-            full = dims
-        elif len(dims) == 11:
-            full = dims[:9] + (ph, pw) + dims[9:]
-        elif len(dims) in (7, 9):
-            full = dims + (1, 1)[: 9 - len(dims)] + (ph, pw, 1, 1)
-        else:
-            raise OperatorError(
-                f"{self.name}: shape is NxCxHxWxKxRxS, "
-                "optionally followed by stride SHxSW, then padding "
-                f"PHxPW and dilation DHxDW; got {len(dims)} numbers"
-            )
-        full = self.full_shape(full)
-        suffix = f"_pad{full[9]}x{full[10]}" if full[9] or full[10] else ""
-        wl = super().workload(full[:9] + full[11:], dtype, base)
-        return Workload(wl.operator, wl.shape, wl.dtype, base + suffix)
-
-    def full_shape(self, full: tuple[int, ...]) -> tuple[int, ...]:
-        """Check the 13 numbers of a convolution."""
-        if any(d <= 0 for i, d in enumerate(full) if i not in (9, 10)) or min(full[9:11]) < 0:
-            raise OperatorError(f"{self.name}: shape {full} has a zero or negative size")
-        cs = ConvShape(full)
-        if cs.p <= 0 or cs.q <= 0:
-            raise OperatorError(
-                f"{self.name}: the filter does not fit the padded input (output {cs.p}x{cs.q})"
-            )
-        return full
+class ConvProblem(ConvForm, ShapedOperator):
+    """A convolution's workloads (:class:`~ktune.search_space.operators.forms.ConvForm`) and
+    data; ``layouts`` says which of NCHW and NHWC the kernel takes."""
 
     def conv_shape(self, workload: Workload) -> tuple[ConvShape, bool]:
         self.check(workload)

@@ -8,15 +8,14 @@ from typing import Any
 import numpy as np
 
 from ktune.search_space.operators.base import Arguments, ShapedOperator
+from ktune.search_space.operators.forms import GemmForm
 from ktune.search_space.workload import Workload
 
 __all__ = ["GemmProblem"]
 
 
-class GemmProblem(ShapedOperator):
+class GemmProblem(GemmForm, ShapedOperator):
     """A @ B with A of MxK and B of KxN; the output C (MxN) is argument 2."""
-
-    dims = ("M", "N", "K")
 
     def arguments(self, workload: Workload, rng: np.random.Generator) -> Arguments:
         m, n, k = workload.shape

@@ -21,6 +21,7 @@ from ktune.search_space.operators.base import (
     ceil_div,
     template,
 )
+from ktune.search_space.operators.forms import MatmulForm
 from ktune.search_space.operators.gemm import GemmProblem
 from ktune.search_space.parameters import Config, Parameter
 from ktune.search_space.space import SearchSpace
@@ -82,8 +83,7 @@ _MMA_CONSTRAINTS = [
 ]
 
 
-class Matmul(GemmProblem, Operator):
-    name = "matmul"
+class Matmul(MatmulForm, GemmProblem, Operator):
     summary = "C = A @ B, row-major; fp32 SIMT (split-K) or fp16 tensor cores (mma.sync)"
 
     def space(self, workload: Workload, limits: DeviceLimits) -> SearchSpace:

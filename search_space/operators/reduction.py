@@ -21,6 +21,7 @@ from ktune.search_space.operators.base import (
     param_range,
     template,
 )
+from ktune.search_space.operators.forms import ReductionForm
 from ktune.search_space.parameters import Config, Parameter
 from ktune.search_space.space import SearchSpace
 from ktune.search_space.workload import Workload
@@ -48,10 +49,7 @@ _CONSTRAINTS = [
 ]
 
 
-class Reduction(Operator):
-    name = "reduction"
-    layouts = ("sum", "max")
-    dims = ("ROWS", "COLS")
+class Reduction(ReductionForm, Operator):
     summary = "sum or max over the last axis (layout names it); shuffles or a shared-memory tree"
 
     def space(self, workload: Workload, limits: DeviceLimits) -> SearchSpace:

@@ -20,6 +20,7 @@ from ktune.search_space.operators.base import (
     param_range,
     template,
 )
+from ktune.search_space.operators.forms import SoftmaxForm
 from ktune.search_space.parameters import Config, Parameter
 from ktune.search_space.space import SearchSpace
 from ktune.search_space.workload import Workload
@@ -43,9 +44,7 @@ _CONSTRAINTS = [
 ]
 
 
-class Softmax(Operator):
-    name = "softmax"
-    dims = ("ROWS", "COLS")
+class Softmax(SoftmaxForm, Operator):
     summary = "row-wise softmax; online or two-pass, row cached in registers or not"
 
     def space(self, workload: Workload, limits: DeviceLimits) -> SearchSpace:

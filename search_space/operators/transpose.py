@@ -21,6 +21,7 @@ from ktune.search_space.operators.base import (
     param_range,
     template,
 )
+from ktune.search_space.operators.forms import TransposeForm
 from ktune.search_space.parameters import Config, Parameter
 from ktune.search_space.space import SearchSpace
 from ktune.search_space.workload import Workload
@@ -46,9 +47,7 @@ _CONSTRAINTS = [
 ]
 
 
-class Transpose(Operator):
-    name = "transpose"
-    dims = ("ROWS", "COLS")
+class Transpose(TransposeForm, Operator):
     summary = "2-D transpose through padded shared-memory tiles, vector loads and stores"
 
     def space(self, workload: Workload, limits: DeviceLimits) -> SearchSpace:

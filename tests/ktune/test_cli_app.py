@@ -119,6 +119,38 @@ def test_a_build_time_lookup_loads_only_what_it_needs(log: str, fmt: str, shape:
     assert done.stdout.splitlines()[-1] == "[]"
 
 
+@pytest.mark.parametrize(
+    ("operator", "shape"), [("cpu_matmul", "128x128x128"), ("conv2d", "1x16x16x16x16x3x3")]
+)
+def test_a_lookup_on_ktunes_own_operators_builds_the_workload_without_the_kernels(
+    tmp_path: Path, operator: str, shape: str
+) -> None:
+    """As tune builds it (default dtype, a convolution's short form), from the operator's
+    workload form: no numpy, which its kernels need."""
+    from ktune.search_space.operators import cpu, get
+
+    op = cpu.get(operator) if operator in cpu.names() else get(operator)
+    workload = op.workload(shape)
+    url = f"sqlite:///{tmp_path / 'own.db'}"
+    with TuningLog.open(url) as tlog:
+        d = tlog.get_or_create_device(A4000)
+        w = tlog.get_or_create_workload(
+            workload.key, workload.operator, workload.shape, workload.dtype, workload.layout
+        )
+        tlog.add_trials(None, w.id, d.id, "import", [TrialIn({"t": 1}, "1", "ok", time_ms=1.0)])
+    argv = ["best", "--operator", operator, "--shape", shape, "-d", A4000, "-f", "json"]
+    code = (
+        "import sys\n"
+        "from ktune.cli.app import main\n"
+        f"assert main({[*argv, '--db', url]!r}) == 0\n"
+        f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    *answer, loaded = done.stdout.splitlines()
+    assert loaded == "[]"
+    assert json.loads("\n".join(answer))["workload"] == workload.key
+
+
 def test_jobs_for_scripts(log: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "jobs", "--format", "json", "--db", log)
     rows = json.loads(out)

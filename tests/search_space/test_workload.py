@@ -67,3 +67,18 @@ def test_gpu_and_cpu_operators_read_the_same_grammar(operator: object) -> None:
     by_x = operator.workload("128x64x32")  # type: ignore[attr-defined]
     assert operator.workload("128, 64, 32") == by_x  # type: ignore[attr-defined]
     assert operator.workload((128, 64, 32)) == by_x  # type: ignore[attr-defined]
+
+
+def test_each_operator_inherits_the_workload_form_a_lookup_builds_with() -> None:
+    """The forms are known without the kernels; an operator is its form, so both build alike."""
+    from ktune.search_space import operators
+    from ktune.search_space.operators import cpu
+    from ktune.search_space.operators.forms import FORMS, form
+
+    assert sorted(FORMS) == sorted([*operators.names(), *cpu.names()])
+    for name in FORMS:
+        op = cpu.get(name) if name in cpu.names() else operators.get(name)
+        light = form(name)
+        assert isinstance(op, FORMS[name]) and light is not None
+        assert (light.dtypes, light.layouts, light.dims) == (op.dtypes, op.layouts, op.dims)
+    assert form("convolution_kernel") is None

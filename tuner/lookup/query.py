@@ -2,16 +2,12 @@
 
 A question names a workload key, or an operator with a shape (the shape grammar of every
 command, :func:`ktune.search_space.workload.parse_shape`), a dtype and a layout. For ktune's
-own operators (``ktune.search_space.operators`` and ``.operators.cpu``) the workload is the one the
-operator builds, ``op.workload(shape, dtype or its default dtype, layout)``, as ``ktune tune
---op`` builds it: a convolution's short shape forms and the default dtype and layout find what
-tune stored. For any other operator (recorded spaces, imports) the workload is taken as asked
-(no dtype is no dtype). A workload key is always taken as it is.
-
-Building through an operator imports the operator (and numpy), so :class:`Question` offers the
-workload as asked first (:attr:`Question.literal`): when the log holds that very key it is the
-operator's own (tune stores only what the operator built), and an exact answer needs no
-operator at all.
+own operators (GPU and CPU) the workload is the one the operator builds, through its workload
+form (:mod:`ktune.search_space.operators.forms`: no kernel, no numpy), with its default dtype
+and layout for what is not given, as ``ktune tune --op`` builds it: a convolution's short
+shape forms and the defaults find what tune stored. For any other operator (recorded spaces,
+imports) the workload is taken as asked (no dtype is no dtype). A workload key is always taken
+as it is.
 """
 
 from __future__ import annotations
@@ -24,13 +20,12 @@ from ktune.search_space.workload import Workload, WorkloadError
 from ktune.search_space.workload import parse_shape as workload_shape
 
 if TYPE_CHECKING:
-    from ktune.search_space.operators.base import ShapedOperator
+    from ktune.search_space.operators.forms import WorkloadForm
 
 __all__ = [
     "LookupInputError",
     "Question",
     "ask",
-    "is_own",
     "own_family",
     "own_operator",
     "parse_shape",
@@ -57,24 +52,12 @@ def parse_shape(shape: str | Sequence[int]) -> tuple[int, ...]:
         raise LookupInputError("shape", str(exc)) from None
 
 
-def is_own(name: str) -> bool:
-    """Whether ``name`` is one of ktune's operators (GPU or CPU); imports none of them."""
-    from ktune.search_space import operators
-    from ktune.search_space.operators import cpu
+def own_operator(name: str) -> WorkloadForm | None:
+    """The workload form of ktune's operator called ``name`` (GPU or CPU), or None for any
+    other name."""
+    from ktune.search_space.operators.forms import form
 
-    return name in operators.names() or name in cpu.names()
-
-
-def own_operator(name: str) -> ShapedOperator | None:
-    """ktune's operator called ``name`` (GPU or CPU), or None for any other name."""
-    from ktune.search_space import operators
-    from ktune.search_space.operators import cpu
-
-    if name in operators.names():
-        return operators.get(name)
-    if name in cpu.names():
-        return cpu.get(name)
-    return None
+    return form(name)
 
 
 def own_family(operator: str, dtype: str, layout: str) -> tuple[str, str] | None:
@@ -87,42 +70,16 @@ def own_family(operator: str, dtype: str, layout: str) -> tuple[str, str] | None
 
 
 class Question(NamedTuple):
-    """A checked question. ``literal`` is its workload as asked (None when that is not a valid
-    workload, e.g. a convolution shape with zero padding, which ktune's operator then built);
-    :meth:`query` is the workload the lookup answers."""
+    """A checked question: the workload the lookup answers, on ``device``."""
 
     device: str
-    literal: LookupQuery | None
-    operator: str | None = None  # None: asked by workload key
-    shape: tuple[int, ...] = ()
-    dtype: str = ""
-    layout: str = ""
-    built: LookupQuery | None = None  # already built by the operator
-
-    @property
-    def ours(self) -> bool:
-        """Whether the question names one of ktune's operators (see :meth:`query`)."""
-        return self.operator is not None and is_own(self.operator)
-
-    def query(self) -> LookupQuery:
-        """The workload to look up: built by ktune's operator of that name, else as asked.
-
-        Raises :class:`LookupInputError` for a workload the operator refuses (a dtype or
-        layout it does not take, a shape of the wrong rank)."""
-        if self.built is not None:
-            return self.built
-        if self.operator is not None:
-            op = own_operator(self.operator)
-            if op is not None:
-                return _through(op, self.shape, self.dtype, self.layout, self.device)
-        assert self.literal is not None
-        return self.literal
+    query: LookupQuery
 
 
 def _through(
-    op: ShapedOperator, shape: tuple[int, ...], dtype: str, layout: str, device: str
+    op: WorkloadForm, shape: tuple[int, ...], dtype: str, layout: str, device: str
 ) -> LookupQuery:
-    from ktune.search_space.operators.base import OperatorError
+    from ktune.search_space.operators.forms import OperatorError
 
     try:
         wl = op.workload(shape, dtype or op.dtypes[0], layout)
@@ -175,16 +132,12 @@ def ask(
         raise LookupInputError("shape", "give the problem shape, e.g. 4096x4096")
     dims = parse_shape(shape)
     dtype = "" if dtype == "-" else dtype
+    op = own_operator(operator)
+    if op is not None:
+        return Question(device, _through(op, dims, dtype, layout, device))
     try:
-        literal = _lookup_query(Workload(operator, dims, dtype, layout), device)
+        return Question(device, _lookup_query(Workload(operator, dims, dtype, layout), device))
     except WorkloadError as exc:
-        # Not a workload as asked (e.g. a convolution's zero padding): ktune's operator of
-        # that name may still build one; for any other name the question is wrong.
-        op = own_operator(operator)
-        if op is None:
-            message = str(exc)
-            field = next((f for f in _FIELDS if message.startswith(f)), "operator")
-            raise LookupInputError(field, message) from None
-        built = _through(op, dims, dtype, layout, device)
-        return Question(device, None, operator, dims, dtype, layout, built)
-    return Question(device, literal, operator, dims, dtype, layout)
+        message = str(exc)
+        field = next((f for f in _FIELDS if message.startswith(f)), "operator")
+        raise LookupInputError(field, message) from None

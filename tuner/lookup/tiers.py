@@ -6,8 +6,8 @@ asks the cost model before the last of them. ``ktune best``, ``GET /v1/best`` an
 writer all answer through :func:`answer_from`.
 
 What is loaded is what a question reaches: an exact or nearest-shape answer from a log opened
-by URL reads it through ``ktune.db.reader`` (no SQLAlchemy, no numpy); ktune's operators are
-imported only when a question must be built through one (see ``query``), the device catalog
+by URL reads it through ``ktune.db.reader`` (no SQLAlchemy, no numpy), and builds a question
+on ktune's operators through their workload forms (no kernel); the device catalog is loaded
 only for the similar-device tiers, the cost model only for its tier.
 """
 
@@ -78,13 +78,7 @@ def answer_from(
     log: TuningLog | LookupLog, question: Question, *, fallback: bool = True
 ) -> Answer | None:
     """The answer to a checked question from ``log`` (see :func:`lookup`)."""
-    literal = question.literal
-    if literal is not None and question.ours:
-        # The workload as asked, if the log holds it, is the operator's own: no need to build it.
-        hit = log.lookup(literal, fallback=False)
-        if hit is not None:
-            return Answer.from_result(literal, hit)
-    query = question.query()
+    query = question.query
     distance = device_distance if fallback else None
     result = log.lookup(query, fallback=fallback, device_distance=distance)
     # An exact or nearest-shape answer found the device under this very name; only after a

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ktune.search_space.operators.base import Arguments, ShapedOperator, define_lines
+from ktune.search_space.operators.forms import CPU_DTYPES
 from ktune.search_space.parameters import Config, Value
 from ktune.search_space.space import SearchSpace
 from ktune.search_space.workload import Workload
@@ -87,7 +88,7 @@ def c_template(name: str) -> str:
 class CpuOperator(ShapedOperator, ABC):
     """One kind of CPU kernel. Subclasses are stateless; each method takes the workload."""
 
-    dtypes = ("float32", "float64")
+    dtypes = CPU_DTYPES
 
     @abstractmethod
     def space(self, workload: Workload, limits: CpuLimits) -> SearchSpace:

@@ -18,6 +18,7 @@ from ktune.search_space.operators.cpu.base import (
     CSource,
     c_template,
 )
+from ktune.search_space.operators.forms import CpuConv2dForm
 from ktune.search_space.parameters import Config, Parameter
 from ktune.search_space.space import SearchSpace
 from ktune.search_space.workload import Workload
@@ -43,9 +44,7 @@ _CONSTRAINTS = [
 ]
 
 
-class CpuConv2d(ConvProblem, CpuOperator):
-    name = "cpu_conv2d"
-    layouts = ("NCHW",)
+class CpuConv2d(CpuConv2dForm, ConvProblem, CpuOperator):
     summary = (
         "direct 2-D convolution in C, NCHW: channel, row and column blocks, a register block, "
         "OpenMP threads"

@@ -15,6 +15,7 @@ from ktune.search_space.operators.cpu.base import (
     CSource,
     c_template,
 )
+from ktune.search_space.operators.forms import CpuMatmulForm
 from ktune.search_space.operators.gemm import GemmProblem
 from ktune.search_space.parameters import Config, Parameter
 from ktune.search_space.space import SearchSpace
@@ -40,8 +41,7 @@ _CONSTRAINTS = [
 ]
 
 
-class CpuMatmul(GemmProblem, CpuOperator):
-    name = "cpu_matmul"
+class CpuMatmul(CpuMatmulForm, GemmProblem, CpuOperator):
     summary = (
         "matrix multiply in C: cache tiles, a register block of C, B panel packing, OpenMP threads"
     )
