@@ -344,7 +344,7 @@ def processes(url: str, n_workloads: int, calls: int) -> list[tuple[str, list[fl
         ("ktune best -f table, exact", best(exact_key), False),
         ("ktune best --operator matmul -f json, exact", by_operator(shape, "-f", "json"), False),
         (
-            "ktune best --operator matmul -f json, nearest shape (builds it: numpy)",
+            "ktune best --operator matmul -f json, nearest shape (builds it through its form)",
             by_operator(near, "-f", "json"),
             False,
         ),
