@@ -7,13 +7,14 @@ can be resumed, by the CLI or a runner, from what the tuning log holds.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Protocol
 
 from ktune.search_space.space import SearchSpace
 from ktune.search_space.workload import Workload
 from ktune.tuner.measure.base import Backend
 
-__all__ = ["MeasuredSource", "Source", "SourceError", "SourceOptions"]
+__all__ = ["MeasuredSource", "Source", "SourceError", "SourceOptions", "restricted"]
 
 
 class SourceError(ValueError):
@@ -87,3 +88,17 @@ class MeasuredSource:
     @property
     def optimum_ms(self) -> float | None:
         return None
+
+
+def restricted(
+    space: SearchSpace, constraints: Sequence[str], workload: Workload, spec: Mapping[str, Any]
+) -> SearchSpace:
+    """``space`` (of ``workload`` on the device ``spec`` describes) narrowed by the job's extra
+    ``constraints``; a :class:`SourceError` when no config is left."""
+    if constraints:
+        space = space.restrict(constraints)
+    if len(space) == 0:
+        raise SourceError(
+            f"no configuration of {workload.key} fits {spec.get('name')} under the constraints"
+        )
+    return space

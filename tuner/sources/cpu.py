@@ -23,8 +23,8 @@ from ktune.tuner.measure.base import BackendError
 from ktune.tuner.measure.cpu_backend import CpuBackend, compiler_unavailable
 from ktune.tuner.measure.cpu_detect import cpu_spec
 from ktune.tuner.measure.cpu_worker import Compiler, CompilerError, compiler_from_env
-from ktune.tuner.sources.base import MeasuredSource, SourceError
-from ktune.tuner.sources.options import CpuOptions, check_same
+from ktune.tuner.sources.base import MeasuredSource, restricted
+from ktune.tuner.sources.options import CpuOptions, pin
 
 __all__ = ["CpuSource", "local_cpu"]
 
@@ -75,22 +75,11 @@ class CpuSource(MeasuredSource):
         wl = options.workload
         workload = operator.workload(wl.shape, wl.dtype, wl.layout)
         spec = dict(detect())
-        space = operator.space(workload, CpuLimits.from_spec(spec))
-        if options.constraints:
-            space = space.restrict(options.constraints)
-        if len(space) == 0:
-            raise SourceError(
-                f"no configuration of {workload.key} fits {spec.get('name')} under the constraints"
-            )
-        source = cls(options, operator, space, spec)
-        found = replace(
-            options,
-            workload=workload,
-            device_name=source.device_name,
-            space_fingerprint=space.fingerprint(),
+        space = restricted(
+            operator.space(workload, CpuLimits.from_spec(spec)), options.constraints, workload, spec
         )
-        check_same(options, found, "this machine")
-        return replace(source, options=found)
+        source = cls(options, operator, space, spec)
+        return replace(source, options=pin(options, workload, source, "this machine"))
 
     @property
     def backend_name(self) -> str:

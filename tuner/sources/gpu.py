@@ -17,9 +17,9 @@ from ktune.search_space.space import SearchSpace
 from ktune.search_space.workload import Workload
 from ktune.tuner.measure.base import Backend, BackendError
 from ktune.tuner.measure.ray_pool import RayPlacement
-from ktune.tuner.sources.base import MeasuredSource, SourceError
+from ktune.tuner.sources.base import MeasuredSource, SourceError, restricted
 from ktune.tuner.sources.environment import Environment
-from ktune.tuner.sources.options import CustomOptions, GpuOptions, RayOptions, check_same
+from ktune.tuner.sources.options import CustomOptions, GpuOptions, RayOptions, pin
 
 __all__ = ["GpuOptionsAny", "GpuSource"]
 
@@ -52,22 +52,14 @@ class GpuSource(MeasuredSource):
         if not 0 <= device < len(specs):
             raise SourceError(f"no CUDA device {device} (this machine has {len(specs)})")
         spec = dict(specs[device])
-        space = operator.space(workload, DeviceLimits.from_spec(spec))
-        if options.constraints:
-            space = space.restrict(options.constraints)
-        if len(space) == 0:
-            raise SourceError(
-                f"no configuration of {workload.key} fits {spec.get('name')} under the constraints"
-            )
-        source = cls(options, operator, space, spec)
-        found = replace(
-            options,
-            workload=workload,
-            device_name=source.device_name,
-            space_fingerprint=space.fingerprint(),
+        space = restricted(
+            operator.space(workload, DeviceLimits.from_spec(spec)),
+            options.constraints,
+            workload,
+            spec,
         )
-        check_same(options, found, where)
-        return replace(source, options=found)
+        source = cls(options, operator, space, spec)
+        return replace(source, options=pin(options, workload, source, where))
 
     @property
     def backend_name(self) -> str:

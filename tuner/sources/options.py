@@ -22,15 +22,15 @@ source: the budget's patience.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from ktune.search_space.workload import Workload
 from ktune.tuner.bounds import MAX_REPLAY_SPEED, MIN_REPLAY_SPEED
 from ktune.tuner.measure.ray_pool import RayPlacement
 from ktune.tuner.measure.timing import TimingSettings
-from ktune.tuner.sources.base import SourceError, SourceOptions
+from ktune.tuner.sources.base import Source, SourceError, SourceOptions
 
 __all__ = [
     "BACKENDS",
@@ -279,6 +279,7 @@ class CpuOptions(_Measured):
 
 
 MeasuredOptions = GpuOptions | RayOptions | CustomOptions | CpuOptions
+M = TypeVar("M", bound=MeasuredOptions)
 AnyOptions = ReplayOptions | MeasuredOptions
 
 
@@ -298,6 +299,20 @@ def check_same(stored: MeasuredOptions, found: MeasuredOptions, where: str) -> N
         raise SourceError(
             "the job's search space changed since it started (different device limits or ktune)"
         )
+
+
+def pin(options: M, workload: Workload, source: Source, where: str) -> M:
+    """``options`` with what the source just opened found pinned (its workload, its device's
+    name, its space's fingerprint), once :func:`check_same` has found them to be the ones the
+    job started with."""
+    found = replace(
+        options,
+        workload=workload,
+        device_name=source.device_name,
+        space_fingerprint=source.space.fingerprint(),
+    )
+    check_same(options, found, where)
+    return found
 
 
 def options_from_json(backend: str, data: Mapping[str, Any]) -> AnyOptions:
