@@ -135,20 +135,34 @@ class _Measured:
 
 
 @dataclass(frozen=True, kw_only=True)
-class GpuOptions(_Measured):
-    """A registered GPU operator's ``workload`` on the local CUDA device ``device``."""
+class _Registered(_Measured):
+    """A measured source of one of ktune's registered operators: its name and ``workload``."""
 
     operator: str
     workload: Workload
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_workload(self.operator, self.workload)
+
+    @classmethod
+    def _registered_fields(cls, read: _Json) -> dict[str, Any]:
+        return {
+            "operator": read.text("operator"),
+            "workload": read.workload("workload"),
+            **cls._measured_fields(read),
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuOptions(_Registered):
+    """A registered GPU operator's ``workload`` on the local CUDA device ``device``."""
+
     device: int = 0
 
     @property
     def backend(self) -> str:
         return "cupy"
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _check_workload(self.operator, self.workload)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -163,29 +177,18 @@ class GpuOptions(_Measured):
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Self:
         read = _Json(data)
-        return cls(
-            operator=read.text("operator"),
-            workload=read.workload("workload"),
-            device=read.integer("device", 0),
-            **cls._measured_fields(read),
-        )
+        return cls(device=read.integer("device", 0), **cls._registered_fields(read))
 
 
 @dataclass(frozen=True, kw_only=True)
-class RayOptions(_Measured):
+class RayOptions(_Registered):
     """A registered GPU operator's ``workload`` on a GPU of a Ray cluster (``placement``)."""
 
-    operator: str
-    workload: Workload
     placement: RayPlacement
 
     @property
     def backend(self) -> str:
         return "ray"
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _check_workload(self.operator, self.workload)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -204,12 +207,7 @@ class RayOptions(_Measured):
         placement = read.placement("ray")
         if placement is None:
             raise SourceError("the job's options: a Ray job names no Ray placement")
-        return cls(
-            operator=read.text("operator"),
-            workload=read.workload("workload"),
-            placement=placement,
-            **cls._measured_fields(read),
-        )
+        return cls(placement=placement, **cls._registered_fields(read))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -250,19 +248,12 @@ class CustomOptions(_Measured):
 
 
 @dataclass(frozen=True, kw_only=True)
-class CpuOptions(_Measured):
+class CpuOptions(_Registered):
     """A CPU operator's ``workload`` on this machine's CPU."""
-
-    operator: str
-    workload: Workload
 
     @property
     def backend(self) -> str:
         return "cpu"
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _check_workload(self.operator, self.workload)
 
     def to_json(self) -> dict[str, Any]:
         measured = self._measured_json()
@@ -270,12 +261,7 @@ class CpuOptions(_Measured):
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Self:
-        read = _Json(data)
-        return cls(
-            operator=read.text("operator"),
-            workload=read.workload("workload"),
-            **cls._measured_fields(read),
-        )
+        return cls(**cls._registered_fields(_Json(data)))
 
 
 MeasuredOptions = GpuOptions | RayOptions | CustomOptions | CpuOptions
