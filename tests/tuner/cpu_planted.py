@@ -8,6 +8,7 @@ import numpy as np
 
 from ktune.search_space.operators.base import Arguments
 from ktune.search_space.operators.cpu import CpuLimits, CpuOperator, CSource
+from ktune.search_space.operators.entry import EntryAbi, Pointer
 from ktune.search_space.parameters import Config, Parameter
 from ktune.search_space.space import SearchSpace
 from ktune.search_space.workload import Workload
@@ -31,13 +32,24 @@ _BODIES = {
 class Planted(CpuOperator):
     name = "planted_copy"
     dims = ("LEN",)
+    entry = EntryAbi(("LEN",), (Pointer("x"), Pointer("y", output=True)))
 
     def space(self, workload: Workload, limits: CpuLimits) -> SearchSpace:
         return SearchSpace([Parameter.of("behaviour", list(BEHAVIOURS))], [], name=workload.key)
 
-    def render(self, config: Config, workload: Workload) -> CSource:
-        body = "int planted(const REAL *x, REAL *y) { " + _BODIES[str(config["behaviour"])] + " }\n"
+    def render(self, config: Config, workload: Workload, *, specialise: bool = False) -> CSource:
+        body = (
+            "#include <stdint.h>\nint planted(int64_t len, const REAL *x, REAL *y) { (void)len; "
+            + _BODIES[str(config["behaviour"])]
+            + " }\n"
+        )
         return CSource("planted", body, {"LEN": workload.shape[0], "REAL": "float"})
+
+    def entry_sizes(self, workload: Workload) -> tuple[int, ...]:
+        return (workload.shape[0],)
+
+    def default_config(self, workload: Workload) -> Config:
+        return {"behaviour": "copy"}
 
     def arguments(self, workload: Workload, rng: np.random.Generator) -> Arguments:
         x = rng.uniform(-1, 1, workload.shape[0]).astype(np.float32)

@@ -6,7 +6,8 @@ outputs. Each call then
 
 1. compiles the config's C source with the system C compiler into a shared library (cached by
    source and flags in the backend's directory);
-2. loads it and runs it once on restored outputs; a nonzero return is a ``runtime_error``, a
+2. loads it and runs it once on restored outputs (the problem's sizes are its first
+   arguments); a nonzero return is a ``runtime_error``, a
    mismatch with the reference (the operator's :class:`Tolerance`) is ``wrong_result``;
 3. times it with ``perf_counter_ns``: warm-up runs, then repeats until a minimum count and a
    minimum total time, each preceded (untimed) by restoring the outputs and flushing every
@@ -195,7 +196,8 @@ class CpuMeasurer:
         self.info["cache_flush"] = self.flushes
         args = self.op.arguments(self.workload, np.random.default_rng(spec.seed))
         self.args = [np.ascontiguousarray(v) for v in args.values]
-        self.pointers = [ctypes.c_void_p(a.ctypes.data) for a in self.args]
+        sizes = [ctypes.c_int64(v) for v in self.op.entry_sizes(self.workload)]
+        self.call_args = [*sizes, *(ctypes.c_void_p(a.ctypes.data) for a in self.args)]
         self.pristine = {i: self.args[i].copy() for i in args.outputs}
         self.references = dict(zip(args.outputs, self.op.reference(self.workload, args)))
         self.tolerance = self.op.tolerance(self.workload)
@@ -236,7 +238,9 @@ class CpuMeasurer:
         try:
             kernel = getattr(lib, source.name)
             kernel.restype = ctypes.c_int
-            kernel.argtypes = [ctypes.c_void_p] * len(self.pointers)
+            kernel.argtypes = [ctypes.c_int64] * len(self.op.entry.sizes) + [ctypes.c_void_p] * len(
+                self.args
+            )
             self._measure(kernel, result)
         finally:
             result["bench_ms"] = (time.perf_counter() - bench) * 1000
@@ -246,9 +250,9 @@ class CpuMeasurer:
     # --- internals
 
     def _measure(self, kernel: Any, result: dict[str, Any]) -> None:
-        pointers = self.pointers
+        call_args = self.call_args
         self._restore()
-        code = kernel(*pointers)
+        code = kernel(*call_args)
         if code != 0:
             result.update(status="runtime_error", error=f"the kernel returned {code}")
             return
@@ -260,7 +264,7 @@ class CpuMeasurer:
 
         def timed() -> float:
             start = time.perf_counter_ns()
-            kernel(*pointers)
+            kernel(*call_args)
             return (time.perf_counter_ns() - start) / 1e6
 
         times = repeat_timed(timed, self.spec.settings, self._prepare)

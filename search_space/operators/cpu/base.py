@@ -2,9 +2,11 @@
 
 A CPU operator turns a workload into a search space whose constraints come from the CPU's
 limits (:class:`CpuLimits`: cores, vector registers, caches), renders C source for a config
-(config values and problem constants as ``#define``s above a template, as for GPU kernels),
-makes inputs and the float64 reference, and counts FLOPs and bytes. The entry point takes the
-arguments' data pointers in order and returns 0, or nonzero when the kernel could not run.
+(config values as ``#define``s above a template, as for GPU kernels), makes inputs and the
+float64 reference, and counts FLOPs and bytes. The entry point takes the problem's sizes
+(``int64_t``, as its :class:`EntryAbi` names them) and then the arguments' data pointers, and
+returns 0, or nonzero when the kernel could not run; a config computes every shape (its space's
+constraints only prune what is not worth measuring), unless ``requirements`` say otherwise.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ktune.search_space.operators.base import Arguments, ShapedOperator, define_lines
+from ktune.search_space.operators.entry import EntryAbi
 from ktune.search_space.operators.forms import CPU_DTYPES
 from ktune.search_space.parameters import Config, Value
 from ktune.search_space.space import SearchSpace
@@ -89,14 +92,28 @@ class CpuOperator(ShapedOperator, ABC):
     """One kind of CPU kernel. Subclasses are stateless; each method takes the workload."""
 
     dtypes = CPU_DTYPES
+    #: the C entry point: its size arguments and data pointers
+    entry: ClassVar[EntryAbi]
+    #: what a config needs to compute a shape correctly (none: every config computes every shape)
+    requirements: ClassVar[tuple[str, ...]] = ()
 
     @abstractmethod
     def space(self, workload: Workload, limits: CpuLimits) -> SearchSpace:
         """The configs worth measuring for ``workload`` on a CPU with ``limits``."""
 
     @abstractmethod
-    def render(self, config: Config, workload: Workload) -> CSource:
-        """C source of ``config`` specialised to ``workload``."""
+    def render(self, config: Config, workload: Workload, *, specialise: bool = False) -> CSource:
+        """C source of ``config``; the problem's sizes are run-time arguments of the entry point,
+        or, with ``specialise``, compiled in as ``workload``'s (the arguments are then ignored)."""
+
+    @abstractmethod
+    def entry_sizes(self, workload: Workload) -> tuple[int, ...]:
+        """The values of the entry point's size arguments for ``workload``."""
+
+    @abstractmethod
+    def default_config(self, workload: Workload) -> Config:
+        """A config that computes every shape of ``workload``'s dtype and layout, good enough
+        where nothing tuned applies (the shipped dispatch's last resort)."""
 
     @abstractmethod
     def arguments(self, workload: Workload, rng: np.random.Generator) -> Arguments:

@@ -18,6 +18,7 @@ from ktune.search_space.operators.cpu.base import (
     CSource,
     c_template,
 )
+from ktune.search_space.operators.entry import EntryAbi, Pointer
 from ktune.search_space.operators.forms import CpuConv2dForm
 from ktune.search_space.parameters import Config, Parameter
 from ktune.search_space.space import SearchSpace
@@ -44,10 +45,21 @@ _CONSTRAINTS = [
 ]
 
 
+_KNOBS = ("tile_k", "tile_p", "tile_q", "tile_c", "micro_k", "micro_q", "unroll_s", "threads")
+
+
 class CpuConv2d(CpuConv2dForm, ConvProblem, CpuOperator):
     summary = (
         "direct 2-D convolution in C, NCHW: channel, row and column blocks, a register block, "
         "OpenMP threads"
+    )
+    entry = EntryAbi(
+        ("N", "C", "H", "W", "K", "R", "S", "SH", "SW", "PH", "PW", "DH", "DW"),
+        (Pointer("x"), Pointer("w"), Pointer("y", output=True)),
+        (
+            ("P", "(H + 2 * PH - DH * (R - 1) - 1) // SH + 1"),
+            ("Q", "(W + 2 * PW - DW * (S - 1) - 1) // SW + 1"),
+        ),
     )
 
     def space(self, workload: Workload, limits: CpuLimits) -> SearchSpace:
@@ -74,25 +86,30 @@ class CpuConv2d(CpuConv2dForm, ConvProblem, CpuOperator):
         }
         return SearchSpace(parameters, _CONSTRAINTS, constants=constants, name=workload.key)
 
-    def render(self, config: Config, workload: Workload) -> CSource:
-        cs, _ = self.conv_shape(workload)
-        defines = {
-            name.upper(): config[name]
-            for name in (
-                "tile_k",
-                "tile_p",
-                "tile_q",
-                "tile_c",
-                "micro_k",
-                "micro_q",
-                "unroll_s",
-                "threads",
-            )
-        }
-        defines |= {
-            key.removeprefix("CV_"): value
-            for key, value in cs.defines(False).items()
-            if key != "CV_NHWC"
-        }
+    def render(self, config: Config, workload: Workload, *, specialise: bool = False) -> CSource:
+        self.conv_shape(workload)
+        defines = {name.upper(): config[name] for name in _KNOBS}
+        if specialise:
+            defines["KT_FIXED"] = 1
+            defines |= {
+                f"KT_FIXED_{d}": v for d, v in zip(self.entry.sizes, self.entry_sizes(workload))
+            }
         defines |= {"REAL": C_TYPES[workload.dtype], "KERNEL_NAME": "ktune_conv2d"}
         return CSource("ktune_conv2d", c_template("conv2d.c"), defines)
+
+    def entry_sizes(self, workload: Workload) -> tuple[int, ...]:
+        cs, _ = self.conv_shape(workload)
+        return (cs.n, cs.c, cs.h, cs.w, cs.k, cs.r, cs.s, cs.sh, cs.sw, cs.ph, cs.pw, cs.dh, cs.dw)
+
+    def default_config(self, workload: Workload) -> Config:
+        """Small blocks, a 4x8 register block, one thread: computes every convolution."""
+        return {
+            "tile_k": 16,
+            "tile_p": 8,
+            "tile_q": 32,
+            "tile_c": 32,
+            "micro_k": 4,
+            "micro_q": 8,
+            "unroll_s": 1,
+            "threads": 1,
+        }

@@ -15,6 +15,7 @@ from ktune.search_space.operators.cpu.base import (
     CSource,
     c_template,
 )
+from ktune.search_space.operators.entry import EntryAbi, Pointer
 from ktune.search_space.operators.forms import CpuMatmulForm
 from ktune.search_space.operators.gemm import GemmProblem
 from ktune.search_space.parameters import Config, Parameter
@@ -41,10 +42,14 @@ _CONSTRAINTS = [
 ]
 
 
+_KNOBS = ("tile_i", "tile_j", "tile_k", "micro_i", "micro_j", "unroll_k", "pack_b", "threads")
+
+
 class CpuMatmul(CpuMatmulForm, GemmProblem, CpuOperator):
     summary = (
         "matrix multiply in C: cache tiles, a register block of C, B panel packing, OpenMP threads"
     )
+    entry = EntryAbi(("M", "N", "K"), (Pointer("A"), Pointer("B"), Pointer("C", output=True)))
 
     def space(self, workload: Workload, limits: CpuLimits) -> SearchSpace:
         self.check(workload)
@@ -69,27 +74,28 @@ class CpuMatmul(CpuMatmulForm, GemmProblem, CpuOperator):
         }
         return SearchSpace(parameters, _CONSTRAINTS, constants=constants, name=workload.key)
 
-    def render(self, config: Config, workload: Workload) -> CSource:
+    def render(self, config: Config, workload: Workload, *, specialise: bool = False) -> CSource:
         self.check(workload)
-        m, n, k = workload.shape
-        defines = {
-            f"{name.upper()}": config[name]
-            for name in (
-                "tile_i",
-                "tile_j",
-                "tile_k",
-                "micro_i",
-                "micro_j",
-                "unroll_k",
-                "pack_b",
-                "threads",
-            )
-        }
-        defines |= {
-            "M": m,
-            "N": n,
-            "K": k,
-            "REAL": C_TYPES[workload.dtype],
-            "KERNEL_NAME": "ktune_matmul",
-        }
+        defines = {name.upper(): config[name] for name in _KNOBS}
+        if specialise:
+            defines |= {f"KT_FIXED_{d}": v for d, v in zip(self.dims, workload.shape)}
+        defines |= {"REAL": C_TYPES[workload.dtype], "KERNEL_NAME": "ktune_matmul"}
         return CSource("ktune_matmul", c_template("matmul.c"), defines)
+
+    def entry_sizes(self, workload: Workload) -> tuple[int, ...]:
+        self.check(workload)
+        return tuple(workload.shape)
+
+    def default_config(self, workload: Workload) -> Config:
+        """Moderate cache tiles, a 4x8 register block, one thread: no constraint of a space
+        depends on it being valid, and it is never far off at small and middling sizes."""
+        return {
+            "tile_i": 64,
+            "tile_j": 128,
+            "tile_k": 128,
+            "micro_i": 4,
+            "micro_j": 8,
+            "unroll_k": 1,
+            "pack_b": 0,
+            "threads": 1,
+        }
