@@ -61,9 +61,11 @@ def toolchain() -> dict[str, str]:
 
 
 def _device_versions(source: Source) -> dict[str, str]:
-    """CUDA runtime and driver versions of a GPU, the C compiler of a CPU (none for replays)."""
+    """CUDA runtime and driver versions of a GPU, the C compiler and its flags of a CPU (none
+    for replays)."""
     spec = source.device_spec or {}
-    return {k: str(spec[k]) for k in ("cuda_runtime", "cuda_driver", "compiler") if k in spec}
+    keys = ("cuda_runtime", "cuda_driver", "compiler", "cflags")
+    return {k: str(spec[k]) for k in keys if k in spec}
 
 
 def job_options(job: JobRecord) -> JobOptions:

@@ -62,6 +62,12 @@ COMMANDS: dict[str, Entry] = {
     "best": Entry(
         "ktune.cli.best:best", "Best configurations in the log, or the lookup a build system makes."
     ),
+    "build": Entry(
+        "ktune.cli.build:build",
+        "Compile the log's tuned kernels of one device into a library: a C header with one entry "
+        "point per operator and dtype, static and shared libraries, a dispatch decided at build "
+        "time (any shape at run time), manifest.json, CMake and pkg-config files.",
+    ),
     "devices": Entry("ktune.cli.log_commands:devices", "Devices that have trials in the log."),
     "strategies": Entry("ktune.cli.catalog:strategies", "Registered search strategies."),
     "operators": Entry(

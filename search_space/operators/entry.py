@@ -17,10 +17,12 @@ __all__ = ["EntryAbi", "Pointer"]
 
 @dataclass(frozen=True)
 class Pointer:
-    """A data argument of an entry point: its name and whether the kernel writes it."""
+    """A data argument of an entry point: its name, whether the kernel writes it, and its
+    shape in the entry's size names (C order), e.g. ``("M", "K")``."""
 
     name: str
     output: bool = False
+    dims: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -31,8 +33,21 @@ class EntryAbi:
     ``derived``: ``(name, expression)`` pairs, each over ``sizes`` and earlier derived names,
     in the constraint language (``//`` is floor division; sizes are positive).
     ``pointers``: the data arguments after the sizes, in order.
+    ``nonnegative``: the sizes that may be 0 (padding); every other size and every derived size
+    must be positive for a call to be valid.
+    ``defaults``: values of the sizes that a caller may leave out (strides of 1, no padding), so
+    that a loader can take the rest from its arrays' shapes.
     """
 
     sizes: tuple[str, ...]
     pointers: tuple[Pointer, ...]
     derived: tuple[tuple[str, str], ...] = ()
+    nonnegative: tuple[str, ...] = ()
+    defaults: tuple[tuple[str, int], ...] = ()
+
+    def valid_sizes(self) -> list[str]:
+        """The conditions (constraint language) every call's sizes must meet."""
+        return [
+            f"{name} >= 0" if name in self.nonnegative else f"{name} > 0"
+            for name in (*self.sizes, *(d for d, _ in self.derived))
+        ]

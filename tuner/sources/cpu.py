@@ -30,14 +30,19 @@ __all__ = ["CpuSource", "local_cpu"]
 
 
 def local_cpu() -> dict[str, Any]:
-    """This machine's CPU spec, with the C compiler's version (recorded with every trial).
+    """This machine's CPU spec, with the C compiler's version and flags (recorded with every
+    trial: ``ktune build`` compiles the shipped kernels with the same flags).
     A :class:`BackendError` when no compiler here builds the kernels (checked by building a
     small one), so that a job is refused before it is created."""
     compiler = compiler_from_env()
     reason = compiler_unavailable(compiler)
     if reason:
         raise BackendError(reason)
-    return {**cpu_spec(), "compiler": _checked_version(compiler)}
+    return {
+        **cpu_spec(),
+        "compiler": _checked_version(compiler),
+        "cflags": " ".join(compiler.flags),
+    }
 
 
 @functools.cache

@@ -55,11 +55,17 @@ class CpuConv2d(CpuConv2dForm, ConvProblem, CpuOperator):
     )
     entry = EntryAbi(
         ("N", "C", "H", "W", "K", "R", "S", "SH", "SW", "PH", "PW", "DH", "DW"),
-        (Pointer("x"), Pointer("w"), Pointer("y", output=True)),
+        (
+            Pointer("x", dims=("N", "C", "H", "W")),
+            Pointer("w", dims=("K", "C", "R", "S")),
+            Pointer("y", output=True, dims=("N", "K", "P", "Q")),
+        ),
         (
             ("P", "(H + 2 * PH - DH * (R - 1) - 1) // SH + 1"),
             ("Q", "(W + 2 * PW - DW * (S - 1) - 1) // SW + 1"),
         ),
+        nonnegative=("PH", "PW"),
+        defaults=(("SH", 1), ("SW", 1), ("PH", 0), ("PW", 0), ("DH", 1), ("DW", 1)),
     )
 
     def space(self, workload: Workload, limits: CpuLimits) -> SearchSpace:

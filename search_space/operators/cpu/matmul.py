@@ -49,7 +49,14 @@ class CpuMatmul(CpuMatmulForm, GemmProblem, CpuOperator):
     summary = (
         "matrix multiply in C: cache tiles, a register block of C, B panel packing, OpenMP threads"
     )
-    entry = EntryAbi(("M", "N", "K"), (Pointer("A"), Pointer("B"), Pointer("C", output=True)))
+    entry = EntryAbi(
+        ("M", "N", "K"),
+        (
+            Pointer("A", dims=("M", "K")),
+            Pointer("B", dims=("K", "N")),
+            Pointer("C", output=True, dims=("M", "N")),
+        ),
+    )
 
     def space(self, workload: Workload, limits: CpuLimits) -> SearchSpace:
         self.check(workload)
