@@ -26,6 +26,7 @@ from ktune.cli.output import (
     job_document,
     write_json_atomic,
 )
+from ktune.cli.shape_list import shape_list
 from ktune.db import JobRecord, TrialRecord, TuningLog
 from ktune.tuner import strategies
 from ktune.tuner.bounds import (
@@ -102,6 +103,21 @@ def tune(
     shape: Annotated[
         str | None,
         typer.Option("--shape", help="Problem shape for --op, e.g. 4096x4096x4096 (matmul MxNxK)."),
+    ] = None,
+    shapes: Annotated[
+        str | None,
+        typer.Option(
+            "--shapes",
+            help="Several shapes for --op, comma-separated (128x128x128,256x256x256): one job "
+            "each, in order; later shapes start from what earlier ones measured.",
+        ),
+    ] = None,
+    shapes_from: Annotated[
+        Path | None,
+        typer.Option(
+            "--shapes-from",
+            help="A file of shapes for --op, one a line (# comments), tuned as --shapes.",
+        ),
     ] = None,
     dtype: Annotated[
         str,
@@ -263,6 +279,7 @@ def tune(
 
     # Validate every input before anything is written.
     limits = Budget(max_trials=budget, max_seconds=time_budget, target_ms=target, patience=patience)
+    several = shape_list(shape, shapes, shapes_from, op)
     source: Source
     if demo:
         source, note = open_demo(timeout)
@@ -272,7 +289,7 @@ def tune(
         request = SourceRequest(
             replay=replay,
             operator=op,
-            shape=shape,
+            shape=shape if several is None else several[0],
             dtype=dtype,
             layout=layout,
             spec=spec,
@@ -294,6 +311,13 @@ def tune(
         if placement is not None:
             request = replace(request, ray=placement)
         options = request_options(request)
+        if several is not None:
+            if out_file is not None:
+                raise CliError("--out writes one job: leave it out with --shapes (`ktune jobs`)")
+            # every shape is checked before the first job starts
+            each = [request_options(replace(request, shape=s)) for s in several]
+            _run_shapes(each, strategy, limits, seed, batch, budget, quiet, db)
+            return
         if placement is not None and not quiet:
             err.print(
                 (
@@ -314,6 +338,28 @@ def tune(
     with tlog:
         job = submit(tlog, job_request, run_here=True)
         _run(tlog, job.id, source, budget, out_file, quiet)
+
+
+def _run_shapes(
+    each: list[Any],
+    strategy: str,
+    limits: Budget,
+    seed: int | None,
+    batch: int,
+    budget: int | None,
+    quiet: bool,
+    db: str | None,
+) -> None:
+    """One job per shape, in order, in one log: each later job's strategy sees the earlier
+    jobs' trials as its prior (a space of the same parameters)."""
+    for n, options in enumerate(each, 1):
+        source = open_source(options)
+        if not quiet:
+            err.print(f"shape {n} of {len(each)}", markup=False)
+        job_request = JobRequest(source, strategy, limits, seed=seed, batch_size=batch)
+        with open_log(db) as tlog:
+            job = submit(tlog, job_request, run_here=True)
+            _run(tlog, job.id, source, budget, None, quiet)
 
 
 def _placement(

@@ -32,7 +32,7 @@ from ktune.tuner.shipping.package import (
     header_text,
     pkg_config,
 )
-from ktune.tuner.shipping.plan import BuildError, EntryPlan, plan_build
+from ktune.tuner.shipping.plan import BuildError, EntryPlan, operator_of, plan_build
 
 __all__ = ["BuildRequest", "BuildResult", "build", "default_device"]
 
@@ -91,6 +91,10 @@ def build(
     cannot be built."""
     out = request.out.resolve()
     _check_replaceable(out)
+    if not request.operators:
+        raise BuildError("name at least one --operator")
+    for name in request.operators:
+        operator_of(name)
     device = request.device or default_device(tlog, request.operators)
     plans = plan_build(tlog, request.operators, device, request.dtypes)
     gpu = {p.gpu for p in plans}

@@ -20,7 +20,15 @@ from ktune.search_space.operators.entry import EntryAbi
 from ktune.search_space.parameters import Config
 from ktune.search_space.workload import Workload
 
-__all__ = ["BuildError", "EntryPlan", "Variant", "Winner", "entry_name", "plan_build"]
+__all__ = [
+    "BuildError",
+    "EntryPlan",
+    "Variant",
+    "Winner",
+    "entry_name",
+    "operator_of",
+    "plan_build",
+]
 
 
 class BuildError(ValueError):
@@ -103,7 +111,8 @@ def entry_name(operator: str, dtype: str, layout: str, layouts: Sequence[str]) -
     return f"ktune_{operator}{middle}_{dtype}"
 
 
-def _operator(name: str) -> Any:
+def operator_of(name: str) -> Any:
+    """ktune's CPU or GPU operator ``name``; a :class:`BuildError` naming the choices."""
     from ktune.search_space.operators import REGISTRY, cpu, get
     from ktune.search_space.operators.base import OperatorError
 
@@ -133,7 +142,7 @@ def plan_build(
     ``device``; a :class:`BuildError` naming what is missing."""
     if not operators:
         raise BuildError("name at least one --operator")
-    ops = {name: _operator(name) for name in dict.fromkeys(operators)}
+    ops = {name: operator_of(name) for name in dict.fromkeys(operators)}
     if tlog.get_device(device) is None:
         known = sorted(d.name for d in tlog.list_devices())
         raise BuildError(
