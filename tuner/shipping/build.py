@@ -166,7 +166,10 @@ def _build_into(
     if gpu:
         from ktune.tuner.shipping.gpu_link import gpu_objects
 
-        objects, link, archs = gpu_objects(plans, request.archs, src, obj)
+        record = tlog.get_device(device)
+        objects, link, archs = gpu_objects(
+            plans, request.archs, src, obj, record.spec if record else None
+        )
     else:
         built = compile_variants(plans, src, obj, compiler)
         objects, link, archs = [o.path for o in built.values()], list(CPU_LINK), []
