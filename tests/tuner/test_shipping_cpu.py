@@ -194,6 +194,79 @@ def test_a_c_program_links_and_runs_every_shape_without_a_compiler(
     assert f"{len(MATMUL_SHAPES)} shapes ok" in done.stdout
 
 
+_C_CONV = r"""
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "ktune_kernels.h"
+
+int main(int argc, char **argv) {
+    int failed = 0, shapes = 0;
+    for (int a = 1; a + 12 < argc; a += 13, shapes++) {
+        int64_t v[13];
+        for (int i = 0; i < 13; i++) v[i] = atoll(argv[a + i]);
+        int64_t N = v[0], C = v[1], H = v[2], W = v[3], K = v[4], R = v[5], S = v[6];
+        int64_t SH = v[7], SW = v[8], PH = v[9], PW = v[10], DH = v[11], DW = v[12];
+        int64_t P = (H + 2 * PH - DH * (R - 1) - 1) / SH + 1;
+        int64_t Q = (W + 2 * PW - DW * (S - 1) - 1) / SW + 1;
+        float *x = malloc(sizeof(float) * N * C * H * W);
+        float *w = malloc(sizeof(float) * K * C * R * S);
+        float *y = malloc(sizeof(float) * N * K * P * Q);
+        for (int64_t i = 0; i < N * C * H * W; i++) x[i] = (float)((i * 37) % 17) / 17.0f - 0.5f;
+        for (int64_t i = 0; i < K * C * R * S; i++) w[i] = (float)((i * 11) % 13) / 13.0f - 0.5f;
+        int code = ktune_cpu_conv2d_float32(N, C, H, W, K, R, S, SH, SW, PH, PW, DH, DW, x, w, y);
+        if (code != 0) { printf("conv returned %d\n", code); failed = 1; continue; }
+        for (int64_t n = 0; n < N; n++) for (int64_t k = 0; k < K; k++)
+        for (int64_t p = 0; p < P; p++) for (int64_t q = 0; q < Q; q++) {
+            double ref = 0;
+            for (int64_t c = 0; c < C; c++) for (int64_t r = 0; r < R; r++)
+            for (int64_t s = 0; s < S; s++) {
+                int64_t h = p * SH - PH + r * DH, ww = q * SW - PW + s * DW;
+                if (h >= 0 && h < H && ww >= 0 && ww < W)
+                    ref += (double)x[((n * C + c) * H + h) * W + ww]
+                           * w[((k * C + c) * R + r) * S + s];
+            }
+            if (fabs(y[((n * K + k) * P + p) * Q + q] - ref) > 1e-4 * (1 + fabs(ref))) failed = 1;
+        }
+        free(x); free(w); free(y);
+    }
+    float x[4] = {0}, y[4] = {5, 5, 5, 5};
+    if (ktune_cpu_conv2d_float32(1, 1, 2, 2, 1, 3, 3, 1, 1, 0, 0, 1, 1, x, x, y) == 0) failed = 1;
+    if (ktune_cpu_conv2d_float32(1, 1, 2, 2, 1, 1, 1, 0, 1, 0, 0, 1, 1, x, x, y) == 0) failed = 1;
+    for (int i = 0; i < 4; i++) if (y[i] != 5) failed = 1;
+    printf("%d shapes %s\n", shapes, failed ? "FAILED" : "ok");
+    return failed;
+}
+"""
+
+
+def test_a_c_program_runs_the_convolution_at_untuned_shapes(
+    built: tuple[Path, str], tmp_path: Path
+) -> None:
+    out, _ = built
+    (tmp_path / "conv.c").write_text(_C_CONV)
+    exe = tmp_path / "conv"
+    subprocess.run(
+        [
+            "cc",
+            "-O1",
+            str(tmp_path / "conv.c"),
+            f"-I{out / 'include'}",
+            "-o",
+            str(exe),
+            str(out / "lib" / "libktune_kernels.a"),
+            "-fopenmp",
+            "-lm",
+        ],
+        check=True,
+    )
+    args = [str(v) for shape in CONV_SHAPES for v in shape]
+    done = subprocess.run(
+        [str(exe), *args], capture_output=True, text=True, env={"PATH": str(tmp_path / "none")}
+    )
+    assert done.returncode == 0 and f"{len(CONV_SHAPES)} shapes ok" in done.stdout, done.stdout
+
+
 def test_pkg_config_and_cmake_find_the_library(built: tuple[Path, str], tmp_path: Path) -> None:
     out, _ = built
     if shutil.which("pkg-config"):
