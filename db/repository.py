@@ -392,6 +392,12 @@ class TuningLog:
         now = utcnow()
         rows = [_trial_row(t, job_id, workload_id, device_id, backend, now) for t in trials]
         with self._write() as conn:
+            if job_id is not None and self._owner is not None:
+                # The fence first: a runner that lost the job writes nothing, not even a
+                # trial that its successor has measured too (which the unique constraint
+                # would refuse as if the batch were at fault).
+                if not leases.hold(conn, self._owner, job_id, now):
+                    self._missing_job(conn, job_id)
             best_rule.lock_pair(conn, workload_id, device_id)
             ids = _insert_trials(conn, rows)
             fastest = _batch_best(trials, ids)
@@ -503,6 +509,13 @@ class TuningLog:
         """Requeue a job ``owner`` holds (runner shutting down); False if it no longer holds it."""
         with self._write() as conn:
             return leases.release(conn, owner, job_id)
+
+    def retry_job(self, holder: str, job_id: int, error: str, max_retries: int) -> bool:
+        """Put a job that ``holder`` holds back in the queue after an infrastructure failure,
+        with ``error`` as the reason, unless it was retried ``max_retries`` times already
+        (then False: the caller marks it failed). Its trials stay; the next claim resumes it."""
+        with self._write() as conn:
+            return leases.retry(conn, holder, job_id, error, max_retries)
 
     def job_control(self, job_id: int) -> JobControl | None:
         """State, holder and cancel flag of a job (a runner reads it between batches)."""
