@@ -18,6 +18,7 @@ __all__ = [
     "Message",
     "database_unavailable",
     "invalid",
+    "too_large",
     "unreadable_upload",
     "validation_failed",
 ]
@@ -30,6 +31,11 @@ class Message(BaseModel):
 def invalid(location: tuple[str | int, ...], message: str) -> RequestValidationError:
     """A 422 naming the field, in the same format as FastAPI's own validation errors."""
     return RequestValidationError([{"type": "value_error", "loc": location, "msg": message}])
+
+
+def too_large(message: str) -> HTTPException:
+    """A 413: what the request sent is (or inflates to) more than the service accepts."""
+    return HTTPException(413, detail=_json_safe(message))
 
 
 def unreadable_upload(message: str) -> HTTPException:
