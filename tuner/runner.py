@@ -39,6 +39,7 @@ from ktune.db import DatabaseError, LeaseLost, TuningLog
 from ktune.tuner.jobs import run_job
 from ktune.tuner.loop import Stop
 from ktune.tuner.measure.pool import PoolError
+from ktune.tuner.measure.workdirs import sweep_workdirs
 from ktune.tuner.sources import Environment, runnable_backends
 
 __all__ = ["INFRASTRUCTURE_ERRORS", "Runner", "RunnerStatus"]
@@ -118,6 +119,7 @@ class Runner:
     def start(self) -> None:
         if self._slots:
             raise RuntimeError("runner already started")
+        sweep_workdirs()  # those of measuring processes killed with an earlier runner
         for i in range(self.concurrency):
             thread = threading.Thread(target=self._slot, name=f"ktune-runner-{i}", daemon=True)
             self._slots.append(thread)
