@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from typing import Any
 
@@ -22,6 +23,9 @@ __all__ = [
     "unreadable_upload",
     "validation_failed",
 ]
+
+
+_log = logging.getLogger(__name__)
 
 
 class Message(BaseModel):
@@ -92,8 +96,10 @@ def _json_safe(value: Any) -> Any:
 
 
 async def database_unavailable(request: Request, exc: Exception) -> JSONResponse:
+    """A 503 that names no database URL, host or driver message (those go to the log)."""
     assert isinstance(exc, DatabaseError)
-    return JSONResponse({"detail": f"tuning log unavailable: {exc}"}, status_code=503)
+    _log.warning("%s %s: tuning log unavailable: %s", request.method, request.url.path, exc)
+    return JSONResponse({"detail": "tuning log unavailable; try again later"}, status_code=503)
 
 
 def _doc(description: str) -> dict[str, Any]:
