@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from sqlalchemy import ColumnElement, Connection, and_, literal, or_, select, update
+from sqlalchemy import ColumnElement, Connection, and_, false, literal, or_, select, update
 from sqlalchemy import func as sqlfunc
 
 from ktune.db.queries import job_t
@@ -29,8 +29,10 @@ __all__ = [
     "cancel_unheld",
     "claim",
     "control",
+    "hold",
     "release",
     "renew",
+    "retry",
     "request_cancel",
 ]
 
@@ -105,6 +107,42 @@ def renew(
         .returning(job_t.c.id)
     )
     return {int(i) for i in conn.execute(stmt).scalars()}
+
+
+def hold(conn: Connection, owner: str, job_id: int, now: datetime) -> bool:
+    """Whether ``owner`` still holds ``job_id`` (running, claimed by it); on PostgreSQL the
+    job's row stays locked until the transaction ends, so no claim can take it meanwhile."""
+    stmt = (
+        update(job_t)
+        .where(job_t.c.id == job_id, job_t.c.claimed_by == owner, job_t.c.state == "running")
+        .values(heartbeat_at=now)
+    )
+    return conn.execute(stmt).rowcount == 1
+
+
+def retry(conn: Connection, owner: str, job_id: int, error: str, max_retries: int) -> bool:
+    """Requeue a job ``owner`` holds (running, or just marked failed by it) after a failure
+    of the infrastructure, counting the retry; False once it was retried ``max_retries``
+    times, or when ``owner`` no longer holds it."""
+    stmt = (
+        update(job_t)
+        .where(
+            job_t.c.id == job_id,
+            job_t.c.claimed_by == owner,
+            job_t.c.state.in_(["running", "failed"]),
+            job_t.c.retries < max_retries,
+            job_t.c.cancel_requested == false(),
+        )
+        .values(
+            state="queued",
+            claimed_by=None,
+            lease_until=None,
+            finished_at=None,
+            error=error,
+            retries=job_t.c.retries + 1,
+        )
+    )
+    return conn.execute(stmt).rowcount == 1
 
 
 def release(conn: Connection, owner: str, job_id: int) -> bool:

@@ -25,6 +25,7 @@ from sqlalchemy import func as sqlfunc
 from ktune.db import best_rule, leases, stats, tokens
 from ktune.db import lookup as tiers
 from ktune.db.engine import (
+    ConstraintError,
     DatabaseError,
     database_of,
     make_engine,
@@ -392,17 +393,92 @@ class TuningLog:
         now = utcnow()
         rows = [_trial_row(t, job_id, workload_id, device_id, backend, now) for t in trials]
         with self._write() as conn:
-            best_rule.lock_pair(conn, workload_id, device_id)
-            ids = _insert_trials(conn, rows)
-            fastest = _batch_best(trials, ids)
-            if job_id is not None and not _update_job_progress(
-                conn, job_id, len(ids), clock_s, fastest, now, self._fence()
-            ):
-                self._missing_job(conn, job_id)
-            candidate = best_rule.batch_candidate(trials, ids)
-            if candidate is not None:
-                _upsert_best(conn, workload_id, device_id, candidate, now)
+            if job_id is not None and self._owner is not None:
+                # The fence first: a runner that lost the job writes nothing, not even a
+                # trial that its successor has measured too (which the unique constraint
+                # would refuse as if the batch were at fault).
+                if not leases.hold(conn, self._owner, job_id, now):
+                    self._missing_job(conn, job_id)
+            return self._write_batch(conn, job_id, workload_id, device_id, trials, rows, clock_s)
+
+    def _write_batch(
+        self,
+        conn: Connection,
+        job_id: int | None,
+        workload_id: int,
+        device_id: int,
+        trials: Sequence[TrialIn],
+        rows: list[dict[str, Any]],
+        clock_s: float | None,
+    ) -> list[int]:
+        now = utcnow()
+        best_rule.lock_pair(conn, workload_id, device_id)
+        ids = _insert_trials(conn, rows)
+        fastest = _batch_best(trials, ids)
+        if job_id is not None and not _update_job_progress(
+            conn, job_id, len(ids), clock_s, fastest, now, self._fence()
+        ):
+            self._missing_job(conn, job_id)
+        candidate = best_rule.batch_candidate(trials, ids)
+        if candidate is not None:
+            _upsert_best(conn, workload_id, device_id, candidate, now)
         return ids
+
+    def record_import(
+        self, spec: JobSpec, digest: str, trials: Sequence[TrialIn]
+    ) -> tuple[JobRecord, bool]:
+        """Record an imported file as a ``done`` job with every trial, in one transaction;
+        ``(job, True)``. A file of the same content hash ``digest`` imported before (or by a
+        concurrent caller, which wins) writes nothing: ``(its job, False)``. A process killed
+        midway leaves nothing, so the file can be imported again."""
+        for trial in trials:
+            _check_trial(trial)
+        earlier = self._import_job(digest)
+        if earlier is not None:
+            return earlier, False
+        now = utcnow()
+        values = {
+            "workload_id": spec.workload_id,
+            "device_id": spec.device_id,
+            "backend": spec.backend,
+            "strategy": spec.strategy,
+            "seed": spec.seed,
+            "batch_size": spec.batch_size,
+            "budget_trials": spec.budget_trials,
+            "budget_seconds": spec.budget_seconds,
+            "target_ms": spec.target_ms,
+            "options": dict(spec.options),
+            "state": "done",
+            "import_digest": digest,
+            "created_at": now,
+            "started_at": now,
+            "finished_at": now,
+            "heartbeat_at": now,
+        }
+        try:
+            with self._write() as conn:
+                job_id = conn.execute(
+                    job_t.insert().values(values).returning(job_t.c.id)
+                ).scalar_one()
+                rows = [
+                    _trial_row(t, job_id, spec.workload_id, spec.device_id, spec.backend, now)
+                    for t in trials
+                ]
+                self._write_batch(
+                    conn, job_id, spec.workload_id, spec.device_id, trials, rows, None
+                )
+                row = conn.execute(jobs_query().where(job_t.c.id == job_id)).one()
+        except ConstraintError:
+            earlier = self._import_job(digest)
+            if earlier is None:
+                raise
+            return earlier, False
+        return to_job(row), True
+
+    def _import_job(self, digest: str) -> JobRecord | None:
+        with self._read() as conn:
+            row = conn.execute(jobs_query().where(job_t.c.import_digest == digest)).first()
+        return None if row is None else to_job(row)
 
     def job_trials(
         self, job_id: int, *, since: int | None = None, limit: int | None = None
@@ -503,6 +579,13 @@ class TuningLog:
         """Requeue a job ``owner`` holds (runner shutting down); False if it no longer holds it."""
         with self._write() as conn:
             return leases.release(conn, owner, job_id)
+
+    def retry_job(self, holder: str, job_id: int, error: str, max_retries: int) -> bool:
+        """Put a job that ``holder`` holds back in the queue after an infrastructure failure,
+        with ``error`` as the reason, unless it was retried ``max_retries`` times already
+        (then False: the caller marks it failed). Its trials stay; the next claim resumes it."""
+        with self._write() as conn:
+            return leases.retry(conn, holder, job_id, error, max_retries)
 
     def job_control(self, job_id: int) -> JobControl | None:
         """State, holder and cancel flag of a job (a runner reads it between batches)."""

@@ -160,6 +160,11 @@ class Job(Base):
     claimed_by: Mapped[str | None]
     lease_until: Mapped[datetime | None]
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # Times runners put the job back in the queue after an infrastructure failure (its
+    # database, its host), not one of its own: they give up past a limit.
+    retries: Mapped[int] = mapped_column(default=0, server_default="0")
+    # An import job's content hash: a recording is imported once, by one transaction.
+    import_digest: Mapped[str | None] = mapped_column(unique=True)
 
 
 class Trial(Base):

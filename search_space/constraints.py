@@ -238,6 +238,11 @@ class _Compiler:
     def fail(self, problem: str) -> ConstraintError:
         return ConstraintError(f"constraint {self.expression!r}: {problem}")
 
+    def _same_kind(self, a: Any, b: Any, what: str) -> None:
+        """Text and numbers do not mix in one value: a ConstraintError, not numpy's error."""
+        if _is_text(a) != _is_text(b):
+            raise self.fail(f"{what} must both be numbers or both be text")
+
     def build(self) -> _Fn:
         if not isinstance(self.expression, str):
             raise ConstraintError(f"constraint {self.expression!r}: must be a string")
@@ -359,6 +364,7 @@ class _Compiler:
                 go_on = ~truth if is_or else truth  # rows where Python evaluates the next operand
                 nxt, e = part(env)
                 err = _or(err, _only_where(e, go_on))
+                self._same_kind(nxt, value, "the operands of and/or")
                 value = _pick(go_on, nxt, value)
             return value, err
 
@@ -371,6 +377,7 @@ class _Compiler:
             (c, ec), (a, ea), (b, eb) = test(env), body(env), orelse(env)
             cond = _truth(c)
             err = _or(ec, _or(_only_where(ea, cond), _only_where(eb, ~cond)))
+            self._same_kind(a, b, "the two branches of 'x if c else y'")
             return _pick(cond, a, b), err
 
         return ifexp

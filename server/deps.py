@@ -12,7 +12,7 @@ import anyio
 from fastapi import Depends, HTTPException, Request, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from ktune.db import TuningLog
+from ktune.db import DatabaseError, TuningLog
 from ktune.server.auth import Principal, authenticate
 from ktune.server.recordings import RecordingCatalog
 from ktune.server.settings import Settings
@@ -20,6 +20,7 @@ from ktune.server.telemetry import Telemetry
 from ktune.tuner.runner import Runner
 
 __all__ = [
+    "Caller",
     "CatalogDep",
     "LogDep",
     "Reader",
@@ -88,5 +89,18 @@ async def _reader(
     return await _writer(credentials, settings, tlog)
 
 
+async def _caller(
+    credentials: Credentials, settings: SettingsDep, tlog: LogDep
+) -> Principal | None:
+    """The token holder calling, or None for an anonymous caller (never refused)."""
+    if credentials is None:
+        return None
+    try:
+        return await anyio.to_thread.run_sync(authenticate, credentials.credentials, settings, tlog)
+    except DatabaseError:
+        return None
+
+
 Writer = Annotated[Principal, Depends(_writer)]
+Caller = Annotated[Principal | None, Depends(_caller)]
 Reader = Annotated[Principal | None, Depends(_reader)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from typing import Any
 
@@ -18,9 +19,13 @@ __all__ = [
     "Message",
     "database_unavailable",
     "invalid",
+    "too_large",
     "unreadable_upload",
     "validation_failed",
 ]
+
+
+_log = logging.getLogger(__name__)
 
 
 class Message(BaseModel):
@@ -30,6 +35,11 @@ class Message(BaseModel):
 def invalid(location: tuple[str | int, ...], message: str) -> RequestValidationError:
     """A 422 naming the field, in the same format as FastAPI's own validation errors."""
     return RequestValidationError([{"type": "value_error", "loc": location, "msg": message}])
+
+
+def too_large(message: str) -> HTTPException:
+    """A 413: what the request sent is (or inflates to) more than the service accepts."""
+    return HTTPException(413, detail=_json_safe(message))
 
 
 def unreadable_upload(message: str) -> HTTPException:
@@ -86,8 +96,10 @@ def _json_safe(value: Any) -> Any:
 
 
 async def database_unavailable(request: Request, exc: Exception) -> JSONResponse:
+    """A 503 that names no database URL, host or driver message (those go to the log)."""
     assert isinstance(exc, DatabaseError)
-    return JSONResponse({"detail": f"tuning log unavailable: {exc}"}, status_code=503)
+    _log.warning("%s %s: tuning log unavailable: %s", request.method, request.url.path, exc)
+    return JSONResponse({"detail": "tuning log unavailable; try again later"}, status_code=503)
 
 
 def _doc(description: str) -> dict[str, Any]:

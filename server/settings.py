@@ -15,6 +15,8 @@ default: any |
 | ``KTUNE_MAX_BODY_BYTES`` | largest request body accepted |
 | ``KTUNE_MAX_UPLOAD_BYTES`` | largest recording accepted by ``POST /v1/recordings`` \
 (as sent: gzip counts compressed) |
+| ``KTUNE_MAX_INFLATED_BYTES`` | largest recording once decompressed, default 64 MiB (a gzip \
+bomb stops there; ``ktune import`` reads the same variable, default 256 MiB) |
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ class Settings(BaseSettings):
     ray_address: str | None = Field(None, min_length=1, max_length=500)
     max_body_bytes: int = Field(64 * 1024, ge=1024, le=16 * 1024 * 1024)
     max_upload_bytes: int = Field(64 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024)
+    max_inflated_bytes: int = Field(64 * 1024 * 1024, ge=1024, le=16 * 1024 * 1024 * 1024)
 
     @field_validator("api_tokens", "runner_backends", mode="before")
     @classmethod

@@ -1,6 +1,13 @@
-"""Records of the tuning log as the API's response models."""
+"""Records of the tuning log as the API's response models.
+
+What a reader sees names nothing of the servers: a job's runner is an opaque label (the same
+for the same claim), and the directories of file paths in error texts are left out.
+"""
 
 from __future__ import annotations
+
+import hashlib
+import re
 
 from ktune.db import JobRecord, TrialRecord
 from ktune.server.recordings import RecordingCatalog
@@ -13,9 +20,22 @@ from ktune.tuner.sources import (
     SourceError,
 )
 
-__all__ = ["job_out", "progress", "trial_out"]
+__all__ = ["job_out", "progress", "redact", "runner_label", "trial_out"]
 
 _MAX_ERROR = 2000  # characters of an error text sent with a trial
+_DIRECTORIES = re.compile(r"(?<![\w.:/])(?:/[\w.+@~-]+)+/(?=[\w.+@~-])")
+
+
+def redact(text: str) -> str:
+    """``text`` with the directories of absolute paths left out (``/srv/x/k.c`` -> ``k.c``)."""
+    return _DIRECTORIES.sub("", text)
+
+
+def runner_label(holder: str | None) -> str | None:
+    """An opaque, stable name for the runner claim ``holder`` (``host/pid/...#n``)."""
+    if not holder:
+        return None
+    return "runner-" + hashlib.sha256(holder.encode()).hexdigest()[:12]
 
 
 def progress(job: JobRecord) -> float | None:
@@ -82,9 +102,9 @@ def job_out(job: JobRecord, catalog: RecordingCatalog) -> JobOut:
         best_config=job.best_config,
         clock_s=job.clock_s,
         space=_space(options, catalog),
-        error=job.error,
+        error=redact(job.error),
         cancel_requested=job.cancel_requested,
-        runner=job.claimed_by,
+        runner=runner_label(job.claimed_by),
         created_at=job.created_at,
         started_at=job.started_at,
         finished_at=job.finished_at,
@@ -103,5 +123,5 @@ def trial_out(t: TrialRecord) -> TrialOut:
         clock_s=t.clock_s,
         predicted=t.predicted,
         strategy=t.strategy,
-        error=t.error[:_MAX_ERROR],
+        error=redact(t.error[:_MAX_ERROR]),
     )

@@ -25,31 +25,27 @@ def import_recording(
     """Write every record of ``rec`` as a trial of a new ``import`` job, in one transaction;
     ``source`` names where it came from in the job's options (default: the file's path).
 
-    Importing the same file twice (same digest) writes nothing and returns the earlier job.
+    A file of the same content (digest) imported before, or at the same moment by another
+    caller, writes nothing and returns that import's job. An import killed midway wrote
+    nothing, so the file can be imported again.
     """
     n_ok = sum(r.status == "ok" for r in rec.records.values())
-    earlier = tlog.find_job_by_option("digest", rec.digest)
-    if earlier is not None and earlier.spec.backend == "import":
-        return ImportResult(earlier, len(rec.records), n_ok, already=True)
     device = tlog.get_or_create_device(rec.device_name)
     wl = rec.workload()
     workload = tlog.get_or_create_workload(
         wl.key, wl.operator, wl.shape, wl.dtype, wl.layout, space=rec.space.to_dict()
     )
-    job = tlog.create_job(
-        JobSpec(
-            workload_id=workload.id,
-            device_id=device.id,
-            backend="import",
-            strategy="import",
-            seed=None,
-            batch_size=len(rec.records),
-            budget_trials=len(rec.records),
-            budget_seconds=None,
-            target_ms=None,
-            options={"source": source or str(rec.path), "digest": rec.digest},
-        ),
-        state="running",
+    spec = JobSpec(
+        workload_id=workload.id,
+        device_id=device.id,
+        backend="import",
+        strategy="import",
+        seed=None,
+        batch_size=len(rec.records),
+        budget_trials=len(rec.records),
+        budget_seconds=None,
+        target_ms=None,
+        options={"source": source or str(rec.path), "digest": rec.digest},
     )
     versions = toolchain()
     rows = [
@@ -67,6 +63,5 @@ def import_recording(
         )
         for i, r in enumerate(rec.records.values())
     ]
-    tlog.add_trials(job.id, workload.id, device.id, "import", rows)
-    job = tlog.set_job_state(job.id, "done")
-    return ImportResult(job, len(rows), n_ok, already=False)
+    job, new = tlog.record_import(spec, rec.digest, rows)
+    return ImportResult(job, len(rows), n_ok, already=not new)

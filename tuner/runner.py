@@ -7,8 +7,15 @@ The same loop runs inside the server (``KTUNE_RUNNER_CONCURRENCY`` slots) and as
   renews every third of its length. A runner that dies stops renewing; once the lease has
   expired another runner claims the job and ``ktune.tuner.jobs.run_job`` resumes it from its
   trials, so nothing is lost or measured twice.
-- The runner works through a view of the log that refuses writes to a job it no longer
-  holds (``TuningLog.for_runner``): a runner that was presumed dead cannot corrupt a job.
+- Every claim has a holder name of its own (``<runner>#<claim>``), and the slot works through
+  a view of the log that refuses writes to a job that claim no longer holds
+  (``TuningLog.for_runner``): a runner that was presumed dead (a stall longer than the lease:
+  a GC pause, SIGSTOP, a swapped host) cannot corrupt a job, not even one that an idle slot of
+  the same runner has claimed since. Such a job is never marked failed: its new holder goes
+  on from its trials.
+- A job that fails because of the infrastructure (the database, the host: see
+  :data:`INFRASTRUCTURE_ERRORS`) rather than its own kernels is put back in the queue and
+  resumed by the next claim, at most ``max_retries`` times; then it is marked failed.
 - Between batches it checks the job and answers with a stop reason (``ktune.tuner.loop.Stop``):
   ``POST /v1/jobs/{id}/cancel`` stops it within a batch (cancelled); a job another runner
   holds by now is given up (lease lost: nothing more is written, as when the log refuses a
@@ -18,6 +25,7 @@ The same loop runs inside the server (``KTUNE_RUNNER_CONCURRENCY`` slots) and as
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import secrets
@@ -30,11 +38,22 @@ from dataclasses import dataclass
 from ktune.db import DatabaseError, LeaseLost, TuningLog
 from ktune.tuner.jobs import run_job
 from ktune.tuner.loop import Stop
+from ktune.tuner.measure.pool import PoolError
+from ktune.tuner.measure.workdirs import sweep_workdirs
 from ktune.tuner.sources import Environment, runnable_backends
 
-__all__ = ["Runner", "RunnerStatus"]
+__all__ = ["INFRASTRUCTURE_ERRORS", "Runner", "RunnerStatus"]
 
 log = logging.getLogger(__name__)
+
+#: Failures of what a job runs on, not of the job: its database, its host (files, memory,
+#: processes), its measuring pool. A job they stop is retried, up to a limit.
+INFRASTRUCTURE_ERRORS: tuple[type[BaseException], ...] = (
+    DatabaseError,
+    OSError,
+    MemoryError,
+    PoolError,
+)
 
 
 @dataclass(frozen=True)
@@ -72,6 +91,7 @@ class Runner:
         drain: bool = False,
         backends: Sequence[str] | None = None,
         environment: Environment | None = None,
+        max_retries: int = 3,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"a runner needs at least one slot, got {concurrency}")
@@ -84,12 +104,13 @@ class Runner:
         self.drain = drain
         self.backends = tuple(backends) if backends else runnable_backends()
         self.environment = environment
+        self.max_retries = max_retries
         self._tlog = tlog
-        self._fenced = tlog.for_runner(self.name)
         self._stopping = threading.Event()
         self._wake = threading.Event()
         self._lock = threading.Lock()
-        self._running: set[int] = set()
+        self._running: dict[int, str] = {}  # job id -> the holder name of its claim
+        self._claims = itertools.count(1)
         self._slots: list[threading.Thread] = []
         self._heartbeat: threading.Thread | None = None
 
@@ -98,6 +119,7 @@ class Runner:
     def start(self) -> None:
         if self._slots:
             raise RuntimeError("runner already started")
+        sweep_workdirs()  # those of measuring processes killed with an earlier runner
         for i in range(self.concurrency):
             thread = threading.Thread(target=self._slot, name=f"ktune-runner-{i}", daemon=True)
             self._slots.append(thread)
@@ -126,8 +148,10 @@ class Runner:
         self._stopping.set()
         self._wake.set()
         self.wait(grace_s)
-        for job_id in self.status().running:
-            self._release(job_id)
+        with self._lock:
+            running = list(self._running.items())
+        for job_id, holder in running:
+            self._release(holder, job_id)
         log.info("runner %s stopped", self.name)
 
     def status(self) -> RunnerStatus:
@@ -138,10 +162,16 @@ class Runner:
 
     # -- the loops -----------------------------------------------------------------------
 
+    def _holder(self) -> str:
+        """A holder name for the next claim: this runner's, and a number of its own."""
+        with self._lock:
+            return f"{self.name}#{next(self._claims)}"
+
     def _slot(self) -> None:
         while not self._stopping.is_set():
+            holder = self._holder()
             try:
-                job = self._tlog.claim_job(self.name, self.lease_s, self.backends)
+                job = self._tlog.claim_job(holder, self.lease_s, self.backends)
             except DatabaseError as exc:
                 log.warning("runner %s cannot claim jobs: %s", self.name, exc)
                 self._stopping.wait(self.poll_s)
@@ -152,35 +182,43 @@ class Runner:
                 self._wake.wait(self.poll_s)
                 self._wake.clear()
                 continue
-            self._run(job.id)
+            self._run(job.id, holder)
 
     def _beat(self) -> None:
         while not self._stopping.wait(self.lease_s / 3):
             with self._lock:
-                ids = list(self._running)
-            if not ids:
-                continue
-            try:
-                held = self._tlog.renew_leases(self.name, ids, self.lease_s)
-            except DatabaseError as exc:
-                log.warning("runner %s cannot renew its leases: %s", self.name, exc)
-                continue
-            for lost in set(ids) - held:
-                log.warning("runner %s lost job %d to another runner", self.name, lost)
+                running = list(self._running.items())
+            for job_id, holder in running:
+                try:
+                    held = self._tlog.renew_leases(holder, [job_id], self.lease_s)
+                    if not held:
+                        self._report_lost(job_id, holder)
+                except DatabaseError as exc:
+                    log.warning("runner %s cannot renew its leases: %s", self.name, exc)
+                    break
 
-    def _run(self, job_id: int) -> None:
+    def _report_lost(self, job_id: int, holder: str) -> None:
+        """Warn of a job that another claim took; one that just ended is not lost."""
         with self._lock:
-            self._running.add(job_id)
-        log.info("runner %s runs job %d", self.name, job_id)
+            if self._running.get(job_id) != holder:
+                return
+        control = self._tlog.job_control(job_id)
+        if control is not None and control.state == "running" and control.claimed_by != holder:
+            log.warning("runner %s lost job %d to %s", self.name, job_id, control.claimed_by)
+
+    def _run(self, job_id: int, holder: str) -> None:
+        with self._lock:
+            self._running[job_id] = holder
+        log.info("runner %s runs job %d as %s", self.name, job_id, holder)
         try:
             outcome = run_job(
-                self._fenced,
+                self._tlog.for_runner(holder),
                 job_id,
                 environment=self.environment,
-                check_stop=lambda: self._check(job_id),
+                check_stop=lambda: self._check(job_id, holder),
             )
             if outcome.stop is Stop.SHUTDOWN:
-                self._release(job_id)
+                self._release(holder, job_id)
             elif outcome.stop is Stop.LEASE_LOST:
                 log.warning(
                     "runner %s: job %d is no longer held by it; another runner continues it",
@@ -194,17 +232,20 @@ class Runner:
                     outcome.reason,
                     outcome.state.n_trials,
                 )
-        except DatabaseError as exc:
-            # The lease runs out and the job is resumed, here or elsewhere, once the log answers.
-            log.error("job %d interrupted, the tuning log failed: %s", job_id, exc)
+        except LeaseLost:
+            log.warning("runner %s: job %d was taken by another claim", self.name, job_id)
         except Exception as exc:  # noqa: BLE001 - a job's failure must not end the runner
-            log.warning("job %d failed: %s: %s", job_id, type(exc).__name__, exc)
-            self._fail(job_id, f"{type(exc).__name__}: {exc}")
+            message = f"{type(exc).__name__}: {exc}"
+            if isinstance(exc, INFRASTRUCTURE_ERRORS):
+                self._retry(holder, job_id, message)
+            else:
+                log.warning("job %d failed: %s", job_id, message)
+                self._fail(holder, job_id, message)
         finally:
             with self._lock:
-                self._running.discard(job_id)
+                self._running.pop(job_id, None)
 
-    def _check(self, job_id: int) -> Stop | None:
+    def _check(self, job_id: int, holder: str) -> Stop | None:
         """Between batches: why ``job_id`` must stop now, or None. A log that does not answer
         is an error of the job, unless the runner is shutting down anyway."""
         try:
@@ -213,7 +254,7 @@ class Runner:
             if self._stopping.is_set():
                 return Stop.SHUTDOWN
             raise
-        if control is None or control.claimed_by != self.name:
+        if control is None or control.claimed_by != holder:
             return Stop.LEASE_LOST
         if control.cancel_requested:  # before a shutdown, which would queue the job again
             return Stop.CANCELLED
@@ -221,16 +262,29 @@ class Runner:
             return Stop.SHUTDOWN
         return None
 
-    def _fail(self, job_id: int, message: str) -> None:
+    def _retry(self, holder: str, job_id: int, message: str) -> None:
+        """Queue a job that the infrastructure failed again, or fail it past the limit. A
+        log that does not answer cannot take either: the lease runs out and the job is
+        resumed once it answers."""
+        try:
+            if self._tlog.retry_job(holder, job_id, message, self.max_retries):
+                log.warning("job %d interrupted (%s); queued again", job_id, message)
+                return
+        except DatabaseError as exc:
+            log.error("job %d interrupted, the tuning log failed: %s", job_id, exc)
+            return
+        self._fail(holder, job_id, f"{message} (after {self.max_retries} retries)")
+
+    def _fail(self, holder: str, job_id: int, message: str) -> None:
         """Record why a job failed (``run_job`` does for errors inside the loop, not before)."""
         try:
-            self._fenced.set_job_state(job_id, "failed", error=message)
+            self._tlog.for_runner(holder).set_job_state(job_id, "failed", error=message)
         except (LeaseLost, LookupError, DatabaseError) as exc:
             log.warning("cannot mark job %d failed: %s", job_id, exc)
 
-    def _release(self, job_id: int) -> None:
+    def _release(self, holder: str, job_id: int) -> None:
         try:
-            if self._tlog.release_job(self.name, job_id):
+            if self._tlog.release_job(holder, job_id):
                 log.info("runner %s put job %d back in the queue", self.name, job_id)
         except DatabaseError as exc:
             log.warning("cannot requeue job %d (its lease will expire): %s", job_id, exc)

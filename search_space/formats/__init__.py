@@ -9,12 +9,14 @@ from typing import Any
 
 from ktune.search_space.formats.errors import FormatError
 from ktune.search_space.formats.kernel_tuner import Record, RecordedSpace, load_cache, write_cache
+from ktune.search_space.formats.reading import TooLarge
 
 __all__ = [
     "FormatError",
     "Record",
     "RecordedSpace",
     "T1Spec",
+    "TooLarge",
     "load_cache",
     "load_t1",
     "load_t4",

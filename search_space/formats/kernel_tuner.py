@@ -142,17 +142,18 @@ class RecordLike(Protocol):
 # ---------------------------------------------------------------------------- import
 
 
-def load_cache(path: str | Path) -> RecordedSpace:
-    """Read a Kernel Tuner cache file (plain or gzip, closed or not)."""
+def load_cache(path: str | Path, max_bytes: int | None = None) -> RecordedSpace:
+    """Read a Kernel Tuner cache file (plain or gzip, closed or not) of at most ``max_bytes``
+    stored or inflated (default: ``reading.inflation_limit``; past it, ``reading.TooLarge``)."""
     path = Path(path)
     try:
-        return _load(path)
+        return _load(path, max_bytes)
     except RecursionError:  # JSON nested deeper than Python's recursion limit
         raise _error(path, "not a Kernel Tuner cache: the JSON is nested too deeply") from None
 
 
-def _load(path: Path) -> RecordedSpace:
-    raw, digest = _read_bytes(path)
+def _load(path: Path, max_bytes: int | None) -> RecordedSpace:
+    raw, digest = _read_bytes(path, max_bytes)
     data = _parse_json(path, raw)
     missing = [f for f in _HEADER if f not in data]
     if missing:

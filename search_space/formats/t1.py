@@ -16,6 +16,7 @@ from typing import Any
 from ktune.search_space.constraints import ConstraintError
 from ktune.search_space.formats.errors import FormatError
 from ktune.search_space.formats.numbers import finite_float
+from ktune.search_space.formats.reading import read_stored
 from ktune.search_space.parameters import Parameter, ParameterError
 from ktune.search_space.space import SearchSpace, SpaceError
 
@@ -41,14 +42,13 @@ class T1Spec:
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
-def load_t1(path: str | Path) -> T1Spec:
-    """Read the T1 spec at ``path``; :class:`FormatError` when it is not one."""
+def load_t1(path: str | Path, max_bytes: int | None = None) -> T1Spec:
+    """Read the T1 spec at ``path`` (a regular file of at most ``max_bytes``: see
+    ``reading.read_stored``); :class:`FormatError` when it is not one."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise FormatError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
+        text = read_stored(path, max_bytes).decode("utf-8")
+    except UnicodeDecodeError as e:
         raise FormatError(f"{path}: cannot be read ({type(e).__name__})") from None
     too_deep = FormatError(f"{path}: not a T1 spec (the JSON is nested too deeply)")
     try:

@@ -104,15 +104,18 @@ def is_t4_file(path: str | Path) -> bool:
         return False
 
 
-def load_t4(path: str | Path, spec: T1Spec, device_name: str) -> RecordedSpace:
-    """Read the T4 results at ``path``, measured on ``device_name``, of the space ``spec``."""
+def load_t4(
+    path: str | Path, spec: T1Spec, device_name: str, max_bytes: int | None = None
+) -> RecordedSpace:
+    """Read the T4 results at ``path``, measured on ``device_name``, of the space ``spec``
+    (at most ``max_bytes`` stored or inflated: see ``reading.read_bytes``)."""
     path = Path(path)
     device = device_name.strip()
     if not device:
         raise format_error(
             path, "a T4 file does not name its GPU: the device name must not be empty"
         )
-    raw, digest = read_bytes(path)
+    raw, digest = read_bytes(path, max_bytes)
     data = _parse(path, raw)
     version = data["schema_version"]
     if not isinstance(version, str) or version.split(".")[0] != "1":

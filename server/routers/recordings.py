@@ -10,6 +10,7 @@ the GPU as ``ktune import --device`` does.
 from __future__ import annotations
 
 import tempfile
+import threading
 from pathlib import Path
 from typing import Annotated
 
@@ -17,16 +18,20 @@ import anyio
 from fastapi import APIRouter, Query, Request, Response, status
 
 from ktune.db import TuningLog
-from ktune.search_space.formats import FormatError, load_cache
+from ktune.search_space.formats import FormatError, TooLarge, load_cache
 from ktune.search_space.formats.kernel_tuner import renamed
-from ktune.server.deps import LogDep, Writer
-from ktune.server.errors import ERRORS, unreadable_upload
+from ktune.server.deps import LogDep, SettingsDep, Writer
+from ktune.server.errors import ERRORS, too_large, unreadable_upload
 from ktune.server.schemas.recordings import RecordingImported
 from ktune.tuner.importing import import_recording
 
 __all__ = ["router"]
 
 router = APIRouter(prefix="/v1/recordings", tags=["recordings"])
+
+#: uploads parsed at once: each may inflate to KTUNE_MAX_INFLATED_BYTES and parse to several
+#: times that, so the server's memory stays bounded however many arrive together
+_PARSING = threading.BoundedSemaphore(2)
 
 FileName = Annotated[
     str,
@@ -78,13 +83,17 @@ async def upload(
     filename: FileName,
     _: Writer,
     tlog: LogDep,
+    settings: SettingsDep,
     device: DeviceName = None,
 ) -> RecordingImported:
     data = await request.body()
     if not data:
         raise unreadable_upload("the body is empty: send the cache file's bytes")
+    limit = settings.max_inflated_bytes
     try:
-        result = await anyio.to_thread.run_sync(_import, tlog, data, filename, device)
+        result = await anyio.to_thread.run_sync(_import, tlog, data, filename, device, limit)
+    except TooLarge as exc:
+        raise too_large(f"the recording {exc.problem} (KTUNE_MAX_INFLATED_BYTES)") from None
     except FormatError as exc:
         raise unreadable_upload(exc.problem) from None
     if result.already:
@@ -92,11 +101,13 @@ async def upload(
     return result
 
 
-def _import(tlog: TuningLog, data: bytes, filename: str, device: str | None) -> RecordingImported:
-    with tempfile.TemporaryDirectory(prefix="ktune-upload-") as tmp:
+def _import(
+    tlog: TuningLog, data: bytes, filename: str, device: str | None, limit: int
+) -> RecordingImported:
+    with _PARSING, tempfile.TemporaryDirectory(prefix="ktune-upload-") as tmp:
         path = Path(tmp) / "recording"
         path.write_bytes(data)
-        rec = load_cache(path)
+        rec = load_cache(path, max_bytes=limit)
         if device is not None:
             rec = renamed(rec, device)
         result = import_recording(tlog, rec, source=f"upload:{filename}")

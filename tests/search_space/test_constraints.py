@@ -431,3 +431,15 @@ def test_library_never_evaluates_text():
     pattern = re.compile(r"(?<![\w.])(eval|exec|compile)\s*\(")
     for path in source.rglob("*.py"):
         assert not pattern.search(path.read_text()), f"{path} calls eval/exec/compile"
+
+
+@pytest.mark.parametrize(
+    "expression",
+    ["('a' if block_size_x else 1.5) == 1", "(block_size_x or 'a') == 1"],
+)
+def test_text_and_numbers_mixed_in_one_value_are_a_constraint_error(expression: str) -> None:
+    from ktune.search_space.parameters import Parameter
+    from ktune.search_space.space import SearchSpace
+
+    with pytest.raises(ConstraintError, match="both be numbers or both be text"):
+        len(SearchSpace([Parameter.of("block_size_x", [0, 1, 2])], [expression]))

@@ -181,5 +181,5 @@ def test_errors_name_the_file_and_the_problem(tmp_path: Path, data, problem):
 def test_missing_file(tmp_path: Path):
     with pytest.raises(FormatError, match="no such file"):
         load_t1(tmp_path / "nope.json")
-    with pytest.raises(FormatError, match="cannot be read"):
+    with pytest.raises(FormatError, match="not a regular file"):
         load_t1(tmp_path)  # a directory

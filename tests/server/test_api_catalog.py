@@ -113,7 +113,7 @@ def test_metrics_count_what_the_log_holds(client: TestClient, tlog: TuningLog) -
 
 def test_health_reports_the_database_and_the_runner(db_url: str, tmp_path: Path) -> None:
     for client in make_client(db_url):
-        health = client.get("/healthz").json()
+        health = client.get("/healthz", headers=AUTH).json()
         assert health["status"] == "ok" and health["database"] == "ok"
         assert health["runner"]["slots"] == 1 and health["runner"]["alive"] is True
     path = tmp_path / "gone.db"

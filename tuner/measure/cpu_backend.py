@@ -34,6 +34,7 @@ from ktune.tuner.measure.cpu_worker import (
 from ktune.tuner.measure.pool import Factory, WorkerPool
 from ktune.tuner.measure.pooled import PooledBackend
 from ktune.tuner.measure.timing import TimingSettings
+from ktune.tuner.measure.workdirs import make_workdir
 
 __all__ = ["CpuBackend", "compiler_unavailable", "machine_lock"]
 
@@ -108,7 +109,7 @@ class CpuBackend(PooledBackend):
         if factory is None and (reason := compiler_unavailable(compiler)):
             raise BackendError(reason)
         self.workload = workload
-        self.workdir = tempfile.mkdtemp(prefix="ktune-cpu-")
+        self.workdir = make_workdir("cpu")  # removed at the next start if this process is killed
         spec = CpuMeasureSpec(
             operator, workload.key, self.workdir, compiler, settings or TimingSettings(), seed
         )

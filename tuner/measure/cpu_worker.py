@@ -40,6 +40,7 @@ from ktune.search_space.parameters import Config
 from ktune.search_space.workload import Workload
 from ktune.tuner.measure.base import error_text
 from ktune.tuner.measure.cpu_detect import cpu_spec
+from ktune.tuner.measure.groups import run_in_group
 from ktune.tuner.measure.timing import TimingSettings, repeat_timed
 
 __all__ = [
@@ -105,12 +106,9 @@ class Compiler:
         source.write_text(code, encoding="utf-8")
         partial = output.with_suffix(f".{os.getpid()}.tmp")
         try:
-            done = subprocess.run(
+            done = run_in_group(  # a timeout kills the compiler's whole process group
                 [*self.command, *self.flags, str(source), "-o", str(partial)],
-                capture_output=True,
-                text=True,
-                timeout=COMPILE_TIMEOUT_S,
-                check=False,
+                timeout_s=COMPILE_TIMEOUT_S,
             )
         except subprocess.TimeoutExpired:
             return False, f"the compiler did not finish within {COMPILE_TIMEOUT_S:g} s"

@@ -9,6 +9,8 @@ each answer with a timeout:
 - a function that raises: the error comes back as a value, the worker stays;
 - a worker that dies (``os._exit``, a segfault, the OOM killer): ``crashed``, a new worker;
 - no answer in time (a kernel that never ends): the worker is killed, ``timeout``, a new one;
+  each worker leads a process group of its own, killed whole, and ends it when the pool's
+  process is gone (``ktune.tuner.measure.groups``): no measuring process outlives its job;
 - an answer wrapped in :class:`WorkerReply` with ``restart=True`` (a sticky CUDA error such as
   an illegal address leaves the context unusable): the answer is kept, the worker replaced.
 
@@ -19,6 +21,7 @@ be picklable (module-level functions, ``functools.partial`` of them).
 from __future__ import annotations
 
 import multiprocessing as mp
+import signal
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -28,6 +31,7 @@ from multiprocessing.connection import Connection
 from typing import Any, Literal, Self
 
 from ktune.tuner.measure.base import BackendError
+from ktune.tuner.measure.groups import become_group_leader, kill_group
 
 __all__ = [
     "PoolError",
@@ -84,6 +88,7 @@ def call_function(fn: Callable[[Any], Any], task: Any) -> tuple[str, Any]:
 
 
 def _child(conn: Connection, factory: Factory, slot: int) -> None:
+    become_group_leader()  # dies with the pool's process, kills what it starts
     fn, hello = start_function(factory, slot)
     conn.send(hello)
     if fn is None:
@@ -130,8 +135,13 @@ class _Worker:
         return None if pid is None else int(pid)
 
     def kill(self) -> None:
-        if self.process.is_alive():
-            self.process.kill()
+        """Kill the worker and every process it started (its group): a compiler it runs
+        gets SIGTERM's cleanup, a kernel that holds it gets SIGKILL after a moment."""
+        pid = self.pid
+        if pid is not None and self.process.is_alive():
+            kill_group(pid, signal.SIGTERM)
+            self.process.join(0.5)
+            kill_group(pid)
         self.process.join(10)
         self.conn.close()
 
