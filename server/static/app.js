@@ -492,5 +492,12 @@ async function route() {
 }
 
 window.addEventListener("hashchange", route);
-window.addEventListener("resize", () => { clearTimeout(window.__resize); window.__resize = setTimeout(route, 200); });
+// Charts are drawn to the page's width: redraw when it changes (not its height alone).
+let drawnWidth = window.innerWidth;
+window.addEventListener("resize", () => {
+  if (window.innerWidth === drawnWidth) return;
+  drawnWidth = window.innerWidth;
+  clearTimeout(window.__resize);
+  window.__resize = setTimeout(route, 200);
+});
 route();

@@ -262,7 +262,7 @@ function parallelCoordinates(node, names, axes, trials, view, extent, onBrush) {
         onBrush(name, [inv(b), inv(a)]);
       } else {
         const idx = [];
-        for (let i = 0; i < axes[name].values.length; i++) { const y = Yk(name, i); if (y >= a - 4 && y <= b + 4) idx.push(i); }
+        for (let i = 0; i < axes[name].values.length; i++) { const y = Yk(name, i); if (y >= a - 2 && y <= b + 2) idx.push(i); }
         onBrush(name, idx.length ? [idx[0], idx[idx.length - 1]] : null);
       }
     }, { once: true });
@@ -390,6 +390,7 @@ function tablePanel(node, job, trials, names, axes, view, work, rerender) {
         if (c.key === "status") return h("td", {}, h("i", { class: "dot", style: `background:${STATUS_COLORS[t.status]}` }), ` ${t.status}`);
         if (c.key === "error") return h("td", { class: "err", title: t.error }, (t.error || "").slice(0, 60));
         if (c.knob) return h("td", { class: "mono num" }, String(v));
+        if (c.key === "seq" || c.key === "runs") return h("td", { class: "num", "data-key": c.key }, v ?? "–");
         return h("td", { class: "num", "data-key": c.key }, c.show ? c.show(v) : typeof v === "number" ? fmt(v) : v ?? "–");
       })))));
   const clear = h("button", { class: "ghost", id: "filter-clear", onclick: () => { Object.assign(view, fresh()); rerender(); } }, "Clear filters");
