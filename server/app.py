@@ -24,7 +24,16 @@ from ktune.server.access_log import AccessLog
 from ktune.server.errors import database_unavailable, validation_failed
 from ktune.server.limits import BodyLimit
 from ktune.server.recordings import RecordingCatalog
-from ktune.server.routers import best, devices, health, jobs, metrics, recordings, spaces
+from ktune.server.routers import (
+    best,
+    devices,
+    health,
+    insight,
+    jobs,
+    metrics,
+    recordings,
+    spaces,
+)
 from ktune.server.settings import Settings
 from ktune.server.submissions import environment
 from ktune.server.telemetry import Telemetry
@@ -88,7 +97,7 @@ def create_app(settings: Settings | None = None, *, tlog: TuningLog | None = Non
     app.state.runner = runner
     app.state.telemetry = Telemetry(tlog, lambda: runner.status() if runner else None)
 
-    for module in (jobs, best, devices, spaces, recordings, health, metrics):
+    for module in (jobs, insight, best, devices, spaces, recordings, health, metrics):
         app.include_router(module.router)
     app.add_exception_handler(DatabaseError, database_unavailable)
     app.add_exception_handler(RequestValidationError, validation_failed)

@@ -118,6 +118,7 @@ def trial_out(t: TrialRecord) -> TrialOut:
         config=t.config,
         status=t.status,  # type: ignore[arg-type]
         time_ms=t.time_ms,
+        times_ms=list(t.times_ms),
         compile_ms=t.compile_ms,
         bench_ms=t.bench_ms,
         clock_s=t.clock_s,

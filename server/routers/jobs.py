@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Path, Query, status
 
 from ktune.db import JobStateConflict
+from ktune.db.browse import JobFilter, LogBrowser
 from ktune.server.deps import CatalogDep, LogDep, Reader, RunnerDep, SettingsDep, Writer
 from ktune.server.errors import ERRORS, invalid
 from ktune.server.schemas.jobs import JobCreate, JobOut, JobPage, JobState, TrialPage
@@ -67,7 +68,11 @@ def create_job(
     return job_out(job, catalog)
 
 
-@router.get("", responses={k: ERRORS[k] for k in (401, 503)}, summary="List jobs, newest first")
+@router.get(
+    "",
+    responses={k: ERRORS[k] for k in (401, 503)},
+    summary="List jobs, newest first; counts by state at /v1/job-facets",
+)
 def list_jobs(
     _: Reader,
     tlog: LogDep,
@@ -75,12 +80,13 @@ def list_jobs(
     state: JobState | None = None,
     workload: Filter = None,
     device: Filter = None,
+    strategy: Filter = None,
+    backend: Filter = None,
     limit: Annotated[int, Query(ge=1, le=MAX_JOBS_PAGE)] = 50,
     offset: Annotated[int, Query(ge=0, le=MAX_JOB_ID)] = 0,
 ) -> JobPage:
-    rows = tlog.list_jobs(
-        state=state, workload_key=workload, device_name=device, limit=limit + 1, offset=offset
-    )
+    where = JobFilter(state, workload, device, strategy, backend)
+    rows = LogBrowser(tlog).jobs(where, limit=limit + 1, offset=offset)
     more = len(rows) > limit
     return JobPage(
         items=[job_out(j, catalog) for j in rows[:limit]],

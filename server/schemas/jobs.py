@@ -242,6 +242,9 @@ class TrialOut(BaseModel):
     config: dict[str, Any]
     status: TrialStatus
     time_ms: float | None
+    times_ms: list[float] = Field(
+        description="Every repeated run's time; time_ms is their median. Empty: not recorded."
+    )
     compile_ms: float
     bench_ms: float
     clock_s: float

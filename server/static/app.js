@@ -1,14 +1,8 @@
-// The ktune dashboard: jobs, per-job convergence, and a comparison of jobs. Reads /v1 only.
+// The ktune dashboard: jobs (filters, paging, counts by state), per-job convergence and why a
+// config wins (explain.js), and strategies compared across seeds. Reads /v1 only.
 import { drawChart, formatNumber } from "./plot.js";
+import { STATUS_COLORS, rate, renderExplain } from "./explain.js";
 
-const STATUS_COLORS = {
-  ok: "#2563eb",
-  compile_error: "#f59e0b",
-  runtime_error: "#dc2626",
-  wrong_result: "#9333ea",
-  timeout: "#92400e",
-  invalid: "#9ca3af",
-};
 const PALETTE = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#be185d", "#4d7c0f", "#6b7280", "#a16207"];
 const LIVE = new Set(["queued", "running"]);
 const PAGE = 5000;
@@ -141,21 +135,59 @@ document.getElementById("token-button").addEventListener("click", () => askToken
 // -- jobs list -----------------------------------------------------------------------------
 
 const selected = new Set();
+const JOBS_PAGE = 50;
+const FILTERS = ["state", "workload", "device", "strategy"];
 
-async function showJobs() {
+/** The filters of a view's hash (e.g. #/?state=done&page=2) as a query string for /v1. */
+function filterQuery(params, extra = {}) {
+  const q = new URLSearchParams();
+  for (const f of FILTERS) if (params.get(f)) q.set(f, params.get(f));
+  for (const [k, v] of Object.entries(extra)) q.set(k, v);
+  return q.toString();
+}
+
+function markDrawn(view) {
+  window.__ktuneDrawn = { ...(window.__ktuneDrawn || {}), [view]: window.__ktuneDrawn?.[view] ?? performance.now() };
+  document.body.dataset.drawn = view;
+}
+
+function filterBar(base, params, facets, withState) {
+  const go = (key, value) => {
+    const next = new URLSearchParams(params);
+    if (value) next.set(key, value); else next.delete(key);
+    next.delete("page");
+    next.delete("jobs");
+    location.hash = `${base}?${next}`;
+  };
+  const select = (key, values) => h("label", {}, `${key} `, h("select", { id: `pick-${key}`, "aria-label": key, onchange: (ev) => go(key, ev.target.value) },
+    h("option", { value: "" }, "any"),
+    values.map((v) => h("option", { value: v, selected: params.get(key) === v ? true : null }, v))));
+  const states = ["running", "queued", "done", "failed", "cancelled"];
+  const chips = states.map((s) => h("button", { class: `chip state-chip${params.get("state") === s ? " active" : ""}`, "data-state": s,
+    onclick: () => go("state", params.get("state") === s ? "" : s) }, badge(s), ` ${facets.by_state[s] ?? 0}`));
+  return h("div", { class: "filters" },
+    withState ? h("div", { class: "chips", id: "state-counts" }, chips) : select("state", states),
+    select("workload", facets.workloads), select("device", facets.devices), select("strategy", facets.strategies));
+}
+
+async function showJobs(params = new URLSearchParams()) {
   const mine = generation;
-  const page = await api("/v1/jobs?limit=200");
+  const pageNo = Math.max(0, Number(params.get("page") || 0));
+  const [page, facets] = await Promise.all([
+    api(`/v1/jobs?${filterQuery(params, { limit: JOBS_PAGE, offset: pageNo * JOBS_PAGE })}`),
+    api(`/v1/job-facets?${filterQuery(params)}`),
+  ]);
   if (mine !== generation) return;
   const jobs = page.items;
-  const counts = {};
-  for (const j of jobs) counts[j.state] = (counts[j.state] || 0) + 1;
+  const toPage = (n) => { const next = new URLSearchParams(params); next.set("page", n); location.hash = `#/?${next}`; };
   const compare = h("button", { class: "primary", disabled: selected.size < 1 ? true : null,
     onclick: () => { location.hash = `#/compare?jobs=${[...selected].join(",")}`; } },
     `Compare selected (${selected.size})`);
+  const compareAll = h("a", { class: "button", id: "compare-filtered", href: `#/compare?${filterQuery(params)}` }, "Compare these");
   const rows = jobs.map((j) => {
     const r = ratio(j);
     const box = h("input", { type: "checkbox", "aria-label": `select job ${j.id}`, checked: selected.has(j.id) ? true : null,
-      onclick: (ev) => { ev.stopPropagation(); ev.target.checked ? selected.add(j.id) : selected.delete(j.id); showJobs(); } });
+      onclick: (ev) => { ev.stopPropagation(); ev.target.checked ? selected.add(j.id) : selected.delete(j.id); showJobs(params); } });
     return h("tr", { class: "clickable", "data-job": j.id, onclick: () => { location.hash = `#/jobs/${j.id}`; } },
       h("td", {}, box),
       h("td", { class: "num" }, `#${j.id}`),
@@ -169,18 +201,27 @@ async function showJobs() {
       h("td", { class: "num" }, duration(j.clock_s)),
       h("td", { class: "muted" }, ago(j.created_at)));
   });
-  const summary = ["running", "queued", "done", "failed", "cancelled"]
-    .filter((s) => counts[s]).map((s) => h("span", { class: "chip" }, badge(s), ` ${counts[s]}`));
+  const first = pageNo * JOBS_PAGE;
+  const pages = Math.max(1, Math.ceil(facets.total / JOBS_PAGE));
+  const pager = h("div", { class: "pager", id: "jobs-pager" },
+    h("button", { id: "jobs-prev", disabled: pageNo === 0 ? true : null, onclick: () => toPage(pageNo - 1) }, "← newer"),
+    h("span", { class: "muted", id: "jobs-range" }, jobs.length ? `${first + 1}–${first + jobs.length} of ${facets.total}` : `0 of ${facets.total}`),
+    h("span", { class: "muted" }, ` · page ${pageNo + 1} of ${pages}`),
+    h("button", { id: "jobs-next", disabled: page.next_offset === null ? true : null, onclick: () => toPage(pageNo + 1) }, "older →"));
+  const anyFilter = FILTERS.some((f) => params.get(f));
   mount(
-    h("div", { class: "toolbar" }, h("h1", {}, "Tuning jobs"), h("div", { class: "chips" }, summary), compare),
+    h("div", { class: "toolbar" }, h("h1", {}, "Tuning jobs"), h("div", { class: "spacer" }), compareAll, compare),
+    filterBar("#/", params, facets, true),
     jobs.length
       ? h("div", { class: "card flush" }, h("table", { class: "jobs", id: "jobs-table" },
           h("thead", {}, h("tr", {}, ["", "job", "state", "strategy", "workload", "device", "progress", "best", "vs optimum", "tuning time", "created"].map((c) => h("th", {}, c)))),
           h("tbody", {}, rows)))
-      : h("div", { class: "card empty" }, h("p", {}, "No jobs yet."),
-          h("p", { class: "muted" }, "Submit one with POST /v1/jobs, e.g. ",
-            h("code", {}, `{"space": "convolution_A4000", "budget": {"trials": 200}}`))));
-  schedule(showJobs, jobs.some((j) => LIVE.has(j.state)) ? 1500 : 5000);
+      : h("div", { class: "card empty" }, h("p", {}, anyFilter ? "No job matches these filters." : "No jobs yet."),
+          anyFilter ? null : h("p", { class: "muted" }, "Submit one with POST /v1/jobs, e.g. ",
+            h("code", {}, `{"space": "convolution_A4000", "budget": {"trials": 200}}`))),
+    pager);
+  markDrawn("jobs");
+  schedule(() => showJobs(params), jobs.some((j) => LIVE.has(j.state)) ? 1500 : 5000);
 }
 
 // -- one job -------------------------------------------------------------------------------
@@ -253,7 +294,7 @@ function bestConfigsTable(job, trials) {
 
 async function showJob(id) {
   const mine = generation;
-  const state = { trials: [], since: 0, job: null };
+  const state = { trials: [], since: 0, job: null, importance: null, work: null, explained: -1, explainedAt: 0 };
   const refresh = async () => {
     try {
       state.job = await api(`/v1/jobs/${id}`);
@@ -261,13 +302,33 @@ async function showJob(id) {
       if (mine !== generation) return;
       state.trials.push(...got.items);
       state.since = got.since;
+      const live = LIVE.has(state.job.state) || LIVE.has(got.page.job_state);
+      // importance is recomputed over every trial: at most every 5 s while the job runs
+      if (state.explained !== state.trials.length && (!live || Date.now() - state.explainedAt > 5000)) {
+        [state.importance, state.work] = await Promise.all([
+          api(`/v1/jobs/${id}/importance`),
+          state.work ? state.work : api(`/v1/jobs/${id}/work`),
+        ]);
+        state.explained = state.trials.length;
+        state.explainedAt = Date.now();
+      }
+      if (mine !== generation) return;
       renderJob(state);
-      if (LIVE.has(state.job.state) || LIVE.has(got.page.job_state)) schedule(refresh, 1000);
+      markDrawn("job");
+      if (live) schedule(refresh, 1000);
     } catch (error) {
       if (mine === generation) showError(error);
     }
   };
   await refresh();
+}
+
+function throughputCard(card, job, work) {
+  if (!work) return null;
+  if (work.flops === null && work.bytes === null) return card("throughput", "–", "not known for this operator");
+  const gflops = rate(work.flops, job.best_time_ms), gbps = rate(work.bytes, job.best_time_ms);
+  return h("div", { id: "throughput" }, card("best throughput",
+    gflops === null ? "–" : `${formatNumber(gflops)} GFLOP/s`, gbps === null ? null : `${formatNumber(gbps)} GB/s`));
 }
 
 async function cancel(id) {
@@ -279,7 +340,7 @@ async function cancel(id) {
   }
 }
 
-function renderJob({ job, trials }) {
+function renderJob({ job, trials, importance, work }) {
   const r = ratio(job);
   const ok = trials.filter((t) => t.status === "ok").length;
   const predicted = trials.filter((t) => t.predicted !== null && t.time_ms !== null);
@@ -287,6 +348,7 @@ function renderJob({ job, trials }) {
   const plotA = h("div", { class: "plot", id: "plot-measurements" });
   const plotB = h("div", { class: "plot", id: "plot-time" });
   const plotP = predicted.length ? h("div", { class: "plot", id: "plot-predicted" }) : null;
+  const explain = h("section", { id: "explain" });
   mount(
     h("div", { class: "toolbar" },
       h("a", { href: "#/", class: "back" }, "← jobs"),
@@ -302,14 +364,18 @@ function renderJob({ job, trials }) {
       card("measurements", `${job.n_trials}${job.budget.trials ? ` / ${job.budget.trials}` : ""}`, `${ok} ok`),
       card("best", ms(job.best_time_ms), r === null ? null : `×${r.toFixed(3)} the optimum`),
       card("tuning time", duration(job.clock_s), job.budget.seconds ? `of ${duration(job.budget.seconds)}` : null),
-      card("seed · batch", `${job.seed ?? "–"} · ${job.batch_size}`, job.runner ? `runner ${job.runner}` : null)),
+      card("seed · batch", `${job.seed ?? "–"} · ${job.batch_size}`, job.runner ? `runner ${job.runner}` : null),
+      throughputCard(card, job, work)),
     h("div", { class: "chips" }, statusChips(trials)),
     h("div", { class: "grid2" },
       h("div", { class: "card" }, h("h2", {}, "Best so far vs measurements"), plotA),
       h("div", { class: "card" }, h("h2", {}, "Best so far vs tuning time"), plotB)),
-    plotP ? h("div", { class: "card" }, h("h2", {}, "Measured vs predicted"), plotP) : null,
+    plotP ? h("div", { class: "card" }, h("h2", {}, "Measured vs predicted"), plotP)
+      : h("p", { class: "muted small", id: "predicted-missing" }, "Measured vs predicted: the cost model's predictions are not recorded for this job's trials."),
     h("div", { class: "card" }, h("h2", {}, "Best configurations"), bestConfigsTable(job, trials)),
+    explain,
   );
+  renderExplain(explain, { job, trials, importance, work });
   drawChart(plotA, convergenceSpec(job, trials, "measurements"));
   drawChart(plotB, convergenceSpec(job, trials, "time"));
   if (plotP) {
@@ -324,83 +390,86 @@ function renderJob({ job, trials }) {
 
 // -- comparison ----------------------------------------------------------------------------
 
-const trialCache = new Map(); // job id -> {since, items, state}
+/** The last x where a band's median is defined: [median, q25, q75, n, x]. */
+function bandEnd(band) {
+  for (let i = band.x.length - 1; i >= 0; i--) {
+    if (band.median[i] !== null) return { median: band.median[i], q25: band.q25[i], q75: band.q75[i], n: band.n[i], x: band.x[i] };
+  }
+  return null;
+}
 
-async function jobTrials(job) {
-  const cached = trialCache.get(job.id) || { since: 0, items: [], state: null };
-  if (cached.state && !LIVE.has(cached.state) && cached.items.length >= job.n_trials) return cached.items;
-  const got = await allTrials(job.id, cached.since);
-  cached.items.push(...got.items);
-  cached.since = got.since;
-  cached.state = job.state;
-  trialCache.set(job.id, cached);
-  return cached.items;
+function bandSpec(answer, axis) {
+  const unit = answer.normalised ? `× ${answer.reference}` : "ms";
+  return {
+    height: 340, yLog: true, xMin: 0, yLabel: `best so far (${unit})`,
+    xLabel: axis === "time" ? "tuning time (s)" : "measurements",
+    bands: answer.bands.map((b, i) => ({ x: b.x, lo: b.q25, hi: b.q75, color: PALETTE[i % PALETTE.length], cls: `band-${i}` })),
+    lines: answer.bands.map((b, i) => ({
+      points: b.x.map((x, k) => [x, b.median[k]]).filter(([, y]) => y !== null),
+      color: PALETTE[i % PALETTE.length], step: true, width: 2.2, cls: `median strategy-${i}`,
+    })),
+    hlines: answer.reference === "optimum" ? [{ y: 1, color: "#16a34a", label: "optimum" }] : [],
+    legend: answer.bands.map((b, i) => ({ kind: "line", color: PALETTE[i % PALETTE.length], label: `${b.strategy} (${b.jobs.length} job${b.jobs.length === 1 ? "" : "s"}): median, band 25–75%` })),
+  };
 }
 
 async function showCompare(params) {
   const mine = generation;
-  const page = await api("/v1/jobs?limit=200");
-  let ids = (params.get("jobs") || "").split(",").map(Number).filter((n) => n > 0);
-  const byId = new Map(page.items.map((j) => [j.id, j]));
-  if (!ids.length && page.items.length) {
-    // By default: the recent jobs of the space tuned most often (e.g. strategies side by side).
-    const groups = new Map();
-    for (const j of page.items) {
-      const key = `${j.workload}@${j.device}`;
-      groups.set(key, [...(groups.get(key) || []), j]);
-    }
-    const biggest = [...groups.values()].reduce((a, b) => (b.length > a.length ? b : a));
-    ids = biggest.slice(0, 8).map((j) => j.id);
-  }
-  for (const id of ids) if (!byId.has(id)) { try { byId.set(id, await api(`/v1/jobs/${id}`)); } catch (_) { /* gone */ } }
-  const jobs = ids.map((id) => byId.get(id)).filter(Boolean);
-  const series = [];
-  for (const job of jobs) series.push({ job, trials: await jobTrials(job) });
+  const q = new URLSearchParams();
+  if (params.get("jobs")) q.set("jobs", params.get("jobs"));
+  else for (const f of FILTERS) if (params.get(f)) q.set(f, params.get(f));
+  if (params.get("normalise")) q.set("normalise", params.get("normalise"));
+  const [byCount, byTime, facets] = await Promise.all([
+    api(`/v1/compare?${q}&axis=measurements`),
+    api(`/v1/compare?${q}&axis=time`),
+    api(`/v1/job-facets`),
+  ]);
   if (mine !== generation) return;
-  const spaces = new Set(jobs.map((j) => (j.space ? j.space.name : null)));
-  const optimum = spaces.size === 1 && jobs.length && jobs[0].space ? jobs[0].space.optimum_ms : null;
-  const norm = (v) => (optimum ? v / optimum : v);
-  const yLabel = optimum ? "best so far (× optimum)" : "best so far (ms)";
-  const mk = (axis) => ({
-    height: 340, yLog: true, xMin: 0, yLabel,
-    xLabel: axis === "time" ? `tuning time (s${jobs.every((j) => j.backend === "replay") ? ", replayed GPU time" : ""})` : "measurements",
-    lines: series.map(({ job, trials }, i) => ({
-      points: bestSoFar(trials, axis === "time" ? (t) => t.clock_s : (t) => t.seq + 1).map(([x, y]) => [x, norm(y)]),
-      color: PALETTE[i % PALETTE.length], step: true, width: 2,
-      extendTo: trials.length ? (axis === "time" ? trials[trials.length - 1].clock_s : trials.length) : 0,
-      cls: `job-${job.id}`,
-    })),
-    hlines: optimum ? [{ y: 1, color: "#16a34a", label: "optimum" }] : [],
-    legend: series.map(({ job }, i) => ({ kind: "line", color: PALETTE[i % PALETTE.length], label: `#${job.id} ${job.strategy}${job.seed !== null ? ` s${job.seed}` : ""}` })),
-  });
+  const jobs = byCount.jobs;
+  const unit = byCount.normalised ? `× ${byCount.reference}` : "ms";
+  const colorOf = new Map(byCount.bands.map((b, i) => [b.strategy, PALETTE[i % PALETTE.length]]));
   const plotA = h("div", { class: "plot", id: "compare-measurements" });
   const plotB = h("div", { class: "plot", id: "compare-time" });
-  const picker = page.items.slice(0, 60).map((j) => h("label", { class: "pick" },
-    h("input", { type: "checkbox", checked: ids.includes(j.id) ? true : null, onchange: (ev) => {
-      const next = ev.target.checked ? [...ids, j.id] : ids.filter((x) => x !== j.id);
-      location.hash = `#/compare?jobs=${next.join(",")}`;
-    } }),
-    ` #${j.id} `, badge(j.state), ` ${j.strategy} · `, h("span", { class: "mono" }, j.workload)));
-  const summary = h("table", { class: "configs" },
-    h("thead", {}, h("tr", {}, ["", "job", "strategy", "seed", "measurements", "best", optimum ? "vs optimum" : null, "tuning time"].filter((c) => c !== null).map((c) => h("th", {}, c)))),
-    h("tbody", {}, series.map(({ job }, i) => h("tr", {},
-      h("td", {}, h("i", { class: "dot", style: `background:${PALETTE[i % PALETTE.length]}` })),
+  const strategies = h("table", { class: "configs", id: "compare-strategies" },
+    h("thead", {}, h("tr", {}, ["", "strategy", "jobs", `median at the end (${unit})`, "interquartile band", "jobs there", "at measurement"].map((c) => h("th", {}, c)))),
+    h("tbody", {}, byCount.bands.map((b) => {
+      const end = bandEnd(b);
+      return h("tr", { "data-strategy": b.strategy },
+        h("td", {}, h("i", { class: "dot", style: `background:${colorOf.get(b.strategy)}` })),
+        h("td", {}, b.strategy), h("td", { class: "num" }, b.jobs.length),
+        h("td", { class: "num median-end" }, end ? formatNumber(end.median) : "–"),
+        h("td", { class: "num" }, end ? `${formatNumber(end.q25)} – ${formatNumber(end.q75)}` : "–"),
+        h("td", { class: "num" }, end ? end.n : "–"), h("td", { class: "num" }, end ? end.x : "–"));
+    })));
+  const table = h("table", { class: "configs", id: "compare-jobs" },
+    h("thead", {}, h("tr", {}, ["", "job", "strategy", "seed", "workload", "device", "measurements", "best", byCount.normalised ? `best (${unit})` : null].filter((c) => c !== null).map((c) => h("th", {}, c)))),
+    h("tbody", {}, jobs.map((job) => h("tr", { "data-job": job.id },
+      h("td", {}, h("i", { class: "dot", style: `background:${colorOf.get(job.strategy)}` })),
       h("td", {}, h("a", { href: `#/jobs/${job.id}` }, `#${job.id}`), " ", badge(job.state)),
-      h("td", {}, job.strategy), h("td", { class: "num" }, job.seed ?? "–"), h("td", { class: "num" }, job.n_trials),
-      h("td", { class: "num" }, ms(job.best_time_ms)),
-      optimum ? h("td", { class: "num" }, job.best_time_ms ? `×${(job.best_time_ms / optimum).toFixed(3)}` : "–") : null,
-      h("td", { class: "num" }, duration(job.clock_s))))));
+      h("td", {}, job.strategy), h("td", { class: "num" }, job.seed ?? "–"),
+      h("td", { class: "mono" }, job.workload), h("td", {}, job.device),
+      h("td", { class: "num" }, job.n_trials), h("td", { class: "num" }, ms(job.best_time_ms)),
+      byCount.normalised ? h("td", { class: "num" }, job.best === null ? "–" : formatNumber(job.best)) : null))));
+  const normalise = h("label", {}, "normalise ", h("select", { id: "pick-normalise", onchange: (ev) => {
+    const next = new URLSearchParams(params); next.set("normalise", ev.target.value); location.hash = `#/compare?${next}`;
+  } }, ["auto", "optimum", "best_known", "none"].map((v) => h("option", { value: v, selected: (params.get("normalise") || "auto") === v ? true : null }, v))));
+  const scope = params.get("jobs")
+    ? h("span", { class: "muted" }, `the ${jobs.length} jobs chosen · `, h("a", { href: "#/compare" }, "pick by filter instead"))
+    : h("span", { class: "muted" }, `the newest ${jobs.length} jobs matching the filters (up to 100)`);
   mount(
-    h("div", { class: "toolbar" }, h("h1", {}, "Compare jobs"),
-      h("span", { class: "muted" }, spaces.size > 1 ? "jobs on different spaces: times in ms" : optimum ? "normalised to the recording's optimum" : "")),
+    h("div", { class: "toolbar" }, h("h1", {}, "Compare strategies"), scope),
+    h("div", { class: "card" }, filterBar("#/compare", params, facets, false), h("div", { class: "filters" }, normalise,
+      h("span", { class: "muted" }, byCount.normalised ? `times divided by each job's ${byCount.reference} time` : "times in ms (one workload on one device)"))),
+    jobs.length ? null : h("div", { class: "card empty" }, h("p", {}, "No job matches these filters.")),
     h("div", { class: "grid2" },
-      h("div", { class: "card" }, h("h2", {}, "Best so far vs measurements"), plotA),
-      h("div", { class: "card" }, h("h2", {}, "Best so far vs tuning time"), plotB)),
-    h("div", { class: "card" }, summary),
-    h("details", { class: "card", open: jobs.length ? null : true }, h("summary", {}, "Choose jobs"), h("div", { class: "picker" }, picker)),
+      h("div", { class: "card" }, h("h2", {}, "Best so far vs measurements, across seeds"), plotA),
+      h("div", { class: "card" }, h("h2", {}, "Best so far vs tuning time, across seeds"), plotB)),
+    h("div", { class: "card" }, h("h2", {}, "Strategies"), strategies),
+    h("div", { class: "card" }, h("h2", {}, "Jobs"), h("div", { class: "scroll" }, table)),
   );
-  drawChart(plotA, mk("measurements"));
-  drawChart(plotB, mk("time"));
+  drawChart(plotA, bandSpec(byCount, "measurements"));
+  drawChart(plotB, bandSpec(byTime, "time"));
+  markDrawn("compare");
   if (jobs.some((j) => LIVE.has(j.state))) schedule(() => showCompare(params), 2000);
 }
 
@@ -416,12 +485,19 @@ async function route() {
     const job = path.match(/^\/jobs\/(\d+)$/);
     if (job) await showJob(Number(job[1]));
     else if (path === "/compare") await showCompare(new URLSearchParams(query || ""));
-    else await showJobs();
+    else await showJobs(new URLSearchParams(query || ""));
   } catch (error) {
     showError(error);
   }
 }
 
 window.addEventListener("hashchange", route);
-window.addEventListener("resize", () => { clearTimeout(window.__resize); window.__resize = setTimeout(route, 200); });
+// Charts are drawn to the page's width: redraw when it changes (not its height alone).
+let drawnWidth = window.innerWidth;
+window.addEventListener("resize", () => {
+  if (window.innerWidth === drawnWidth) return;
+  drawnWidth = window.innerWidth;
+  clearTimeout(window.__resize);
+  window.__resize = setTimeout(route, 200);
+});
 route();

@@ -80,7 +80,8 @@ function extent(values, pad, log) {
 // spec: {width, height, xLabel, yLabel, yLog, xMin, xMax, yMin, yMax,
 //        lines: [{points: [[x, y]], color, step, dashed, width, label}],
 //        points: [{x, y, color, cls, r, failed, tip}],
-//        hlines: [{y, color, label}], diagonal: bool, legend: [{color, label, kind}]}
+//        hlines: [{y, color, label}], diagonal: bool, legend: [{color, label, kind}],
+//        bands: [{x: [], lo: [], hi: [], color, cls}] (a filled area; null ends a segment)}
 export function drawChart(container, spec) {
   const width = spec.width || container.clientWidth || 600;
   const height = spec.height || 300;
@@ -97,6 +98,9 @@ export function drawChart(container, spec) {
     if (line.extendTo !== undefined) xs.push(line.extendTo);
   }
   for (const h of spec.hlines || []) ys.push(h.y);
+  for (const b of spec.bands || []) {
+    b.x.forEach((x, i) => { if (b.lo[i] !== null && b.hi[i] !== null) { xs.push(x); ys.push(b.lo[i], b.hi[i]); } });
+  }
   let [x0, x1] = extent(xs, 0.02, false);
   if (spec.xMin !== undefined) x0 = spec.xMin;
   if (spec.xMax !== undefined) x1 = Math.max(spec.xMax, x0 + 1e-9);
@@ -143,6 +147,20 @@ export function drawChart(container, spec) {
       const t = el("text", { x: width - m.right - 6, y: Y(h.y) - 5, "text-anchor": "end", class: "hline-label", fill: h.color || "#16a34a" }, svg);
       t.textContent = h.label;
     }
+  }
+  for (const b of spec.bands || []) {
+    // one closed path per run of defined points: along hi, then back along lo
+    let run = [];
+    const flush = () => {
+      if (run.length) {
+        const top = run.map((i) => `${X(b.x[i])},${Y(b.hi[i])}`);
+        const bottom = run.slice().reverse().map((i) => `${X(b.x[i])},${Y(b.lo[i])}`);
+        el("path", { d: `M${top.join("L")}L${bottom.join("L")}Z`, fill: b.color, "fill-opacity": 0.18, stroke: "none", class: `band ${b.cls || ""}` }, plot);
+      }
+      run = [];
+    };
+    b.x.forEach((_, i) => { if (b.lo[i] !== null && b.hi[i] !== null) run.push(i); else flush(); });
+    flush();
   }
   // points under lines, so the best-so-far curve stays readable
   const pointLayer = el("g", { class: "points" }, plot);
