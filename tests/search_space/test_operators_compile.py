@@ -2,11 +2,12 @@
 
 For every operator, dtype and layout, of a realistic shape, and each architecture, the space's
 first and last configs (its smallest and largest knob values, where resource limits bite), the
-operator's default config and a seeded random sample of others are compiled with NVRTC (the compiler the GPU backend uses;
-nvcc when no NVRTC library is installed); each must compile and be launchable by ptxas'
-account of its registers and shared memory. The sample holds ``KTUNE_COMPILE_SAMPLE`` configs:
-2 in ``make test``, 50 in the full sweep (``make compile-sweep``). Sizes are kernel arguments;
-the same configs also compile with the workload's sizes compiled in (``KT_FIXED_SHAPE``).
+operator's default config and a seeded random sample of others are compiled with NVRTC (the
+compiler the GPU backend uses; nvcc when no NVRTC library is installed); each must compile and
+be launchable by ptxas' account of its registers and shared memory. The sample holds
+``KTUNE_COMPILE_SAMPLE`` configs: 2 in ``make test``, 50 in the full sweep
+(``make compile-sweep``). Sizes are kernel arguments; the same configs also compile with the
+workload's sizes compiled in (``KT_FIXED_SHAPE``).
 """
 
 from __future__ import annotations

@@ -169,10 +169,8 @@ def _fill_lines(fill: Fill, count: str) -> list[str]:
         f"    float *data = static_cast<float *>({fill.pointer});",
         f"    float value = {value};",
         "    void *fill_args[] = {(void *)&data, (void *)&n, (void *)&value};",
-        (
-            "    err = cudaLaunchKernel((const void *)kt_fill, dim3(blocks), dim3(256), fill_args, 0,"
-            " stream);"
-        ),
+        "    err = cudaLaunchKernel((const void *)kt_fill, dim3(blocks), dim3(256), fill_args,",
+        "                           0, stream);",
         "    if (err != cudaSuccess) return (int)err;",
         "}",
     ]
