@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 
-.PHONY: run test typecheck compile-sweep test-full bench setup setup-test chromium clean
+.PHONY: run test typecheck compile-sweep test-full bench gpu-check setup setup-test chromium clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -76,3 +76,9 @@ bench: setup-test
 
 clean:
 	rm -rf $(VENV) out .pytest_cache
+
+# Everything that needs an NVIDIA GPU, within 10 minutes: the gpu extra, `pytest -m gpu`, a short
+# tuning job built into a library (ktune build) and checked against cuBLAS, and a reduced
+# benchmarks/gpu_operators.py; figures in out/gpu-check/report.md. Without a GPU: one line, exit 2.
+gpu-check: setup-test
+	@$(BIN)/python .ci/gpu_check.py

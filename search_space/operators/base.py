@@ -4,6 +4,13 @@ An operator turns a :class:`~ktune.search_space.workload.Workload` into a search
 constraints come from the device's limits), renders CUDA C++ source for a config, gives the
 launch geometry, makes inputs and the reference result, and counts FLOPs and bytes.
 
+ktune's own operators take their problem sizes at run time: a kernel's parameters are its data
+pointers in the order of the operator's :attr:`~Operator.entry`, then its sizes and derived
+sizes, each an ``int``; the tuning knobs stay compile-time ``#define``s. Their launch geometry is
+a :class:`Geometry` of integer expressions over knobs and sizes, so the tuner and a shipped
+launcher (:mod:`ktune.tuner.shipping.cuda`) compute it from one text. :meth:`Operator.specialised`
+compiles a workload's sizes in instead (``KT_FIXED_SHAPE``), for comparison.
+
 Kernel sources are self-contained CUDA C++ (no ``#include``: fp16 conversions, ``cp.async``,
 ``ldmatrix`` and ``mma`` are inline PTX), so NVRTC and nvcc compile them identically. Config
 values reach the source as ``#define``s named like the parameters (Kernel Tuner's convention);
@@ -21,6 +28,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ktune.search_space.operators.entry import EntryAbi
+from ktune.search_space.operators.expressions import int_expr
 from ktune.search_space.operators.forms import OperatorError, WorkloadForm, shape_of
 from ktune.search_space.parameters import Config, Parameter, Value
 from ktune.search_space.space import SearchSpace
@@ -29,6 +38,8 @@ from ktune.search_space.workload import Workload
 __all__ = [
     "Arguments",
     "DeviceLimits",
+    "Fill",
+    "Geometry",
     "KernelSource",
     "Launch",
     "Operator",
@@ -166,6 +177,27 @@ class Launch:
     @property
     def blocks(self) -> int:
         return self.grid[0] * self.grid[1] * self.grid[2]
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """A launch as integer expressions (:mod:`~ktune.search_space.operators.expressions`) over
+    knobs, entry sizes and derived sizes: grid and block (x, y, z), dynamic shared memory."""
+
+    grid: tuple[str, str, str]
+    block: tuple[str, str, str]
+    shared_mem: str = "0"
+
+
+@dataclass(frozen=True)
+class Fill:
+    """An output a config accumulates into (split-K, split rows): before each launch its
+    ``count`` (an expression over sizes) elements of C type ``ctype`` must hold ``value``."""
+
+    pointer: str
+    count: str
+    ctype: str
+    value: float
 
 
 @dataclass(frozen=True)
@@ -310,9 +342,13 @@ class Operator(ShapedOperator, ABC):
     def render(self, config: Config, workload: Workload) -> KernelSource:
         """CUDA source of ``config`` specialised to ``workload``."""
 
-    @abstractmethod
     def launch(self, config: Config, workload: Workload) -> Launch:
-        """Grid, block and dynamic shared memory of ``config``."""
+        """Grid, block and dynamic shared memory of ``config``: :meth:`geometry` evaluated."""
+        geo = self.geometry(workload)
+        env = {**self.sizes(workload), **_numeric(config)}
+        grid = tuple(int_expr(e).value(env) for e in geo.grid)
+        block = tuple(int_expr(e).value(env) for e in geo.block)
+        return Launch(grid, block, int_expr(geo.shared_mem).value(env))  # type: ignore[arg-type]
 
     @abstractmethod
     def arguments(self, workload: Workload, rng: np.random.Generator) -> Arguments:
@@ -330,6 +366,67 @@ class Operator(ShapedOperator, ABC):
     @abstractmethod
     def bytes_moved(self, workload: Workload) -> float:
         """Compulsory DRAM traffic of one run: each input read and each output written once."""
+
+    # --- run-time sizes and shipping (ktune's own operators; a custom kernel has none)
+
+    #: the C entry point of a shipped kernel: size arguments, derived sizes, data pointers
+    entry: ClassVar[EntryAbi]
+    #: expressions over knobs, sizes and derived sizes that a config must satisfy to compute a
+    #: correct result at a shape (alignment, not speed); every space includes them
+    requirements: ClassVar[tuple[str, ...]] = ()
+    #: expressions over sizes that the kernels' 32-bit index arithmetic needs (the shapes the
+    #: operator admits at all); a shipped launcher refuses other sizes
+    admits: ClassVar[tuple[str, ...]] = ()
+
+    def geometry(self, workload: Workload) -> Geometry:
+        """The launch of any config of ``workload``'s dtype and layout, as expressions."""
+        raise NotImplementedError(f"{self.name} gives its launch directly")
+
+    def entry_sizes(self, workload: Workload) -> tuple[int, ...]:
+        """The values of ``entry.sizes`` for ``workload``, in order."""
+        raise NotImplementedError(f"{self.name} has no entry point")
+
+    def default_config(self, workload: Workload) -> Config:
+        """A config whose requirements hold at every admitted shape (the dispatch's fallback)."""
+        raise NotImplementedError(f"{self.name} has no default config")
+
+    def pointer_ctypes(self, workload: Workload) -> tuple[str, ...]:
+        """C element type of each of ``entry.pointers`` (``float``, ``unsigned short`` for
+        fp16 bits), as the kernel takes them."""
+        elem = "float" if workload.dtype == "float32" else "unsigned short"
+        return tuple(elem for _ in self.entry.pointers)
+
+    def fills(self, config: Config, workload: Workload) -> tuple[Fill, ...]:
+        """Outputs ``config`` accumulates into, with the value they must hold beforehand
+        (:meth:`arguments` initialises them so)."""
+        return ()
+
+    def sizes(self, workload: Workload) -> dict[str, int]:
+        """Entry sizes and derived sizes of ``workload`` by name (empty without an entry)."""
+        entry = getattr(self, "entry", None)
+        if entry is None:
+            return {}
+        env: dict[str, int] = dict(zip(entry.sizes, self.entry_sizes(workload)))
+        for name, expression in entry.derived:
+            env[name] = int_expr(expression).value(env)
+        return env
+
+    def kernel_sizes(self, workload: Workload) -> tuple[np.int32, ...]:
+        """The kernel's trailing ``int`` arguments: the sizes, then the derived sizes."""
+        return tuple(np.int32(v) for v in self.sizes(workload).values())
+
+    def requirements_met(self, config: Config, workload: Workload) -> bool:
+        """Whether ``config`` computes a correct result at ``workload``'s shape."""
+        env = {**self.sizes(workload), **_numeric(config)}
+        return all(int_expr(r).value(env) for r in self.requirements)
+
+    def specialised(self, config: Config, workload: Workload) -> KernelSource:
+        """:meth:`render` with the workload's sizes compiled in (``KT_FIXED_SHAPE``,
+        ``KT_<size>``): the kernel still takes, and ignores, its size arguments."""
+        source = self.render(config, workload)
+        fixed = {f"KT_{k}": v for k, v in self.sizes(workload).items()}
+        defines = {**source.defines, "KT_FIXED_SHAPE": 1, **fixed}
+        return KernelSource(source.name, source.body, defines, source.options, source.batchable)
 
     def derived_features(self, config: Config, workload: Workload) -> dict[str, float]:
         """Operator-specific features of a config for the cost model (floats, by name)."""
@@ -349,6 +446,11 @@ class Operator(ShapedOperator, ABC):
 
     def __repr__(self) -> str:
         return f"<operator {self.name}>"
+
+
+def _numeric(config: Config) -> dict[str, int]:
+    """The integer knobs of a config (expressions read no strings)."""
+    return {k: int(v) for k, v in config.items() if isinstance(v, (int, bool))}
 
 
 def instantiate(target: str) -> Any:

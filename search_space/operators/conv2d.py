@@ -3,7 +3,7 @@
 The problem (shapes, layouts NCHW and NHWC, stride, padding, dilation, the canonical workload)
 is :class:`~ktune.search_space.operators.conv_problem.ConvProblem`'s. The kernel is the SIMT GEMM
 core (``cuda/gemm_simt.cuh``) with loaders that gather the input window on the fly
-(``cuda/conv2d_simt.cuh``).
+(``cuda/conv2d_simt.cuh``). The 13 sizes (and the output's P, Q) come at run time.
 """
 
 from __future__ import annotations
@@ -15,14 +15,20 @@ import numpy as np
 from ktune.search_space.operators.base import (
     Arguments,
     DeviceLimits,
+    Geometry,
     KernelSource,
-    Launch,
     Operator,
     template,
 )
 from ktune.search_space.operators.conv_problem import ConvProblem, ConvShape
+from ktune.search_space.operators.entry import EntryAbi, Pointer
 from ktune.search_space.operators.forms import Conv2dForm
-from ktune.search_space.operators.matmul import SIMT_CONSTRAINTS, simt_gemm_coverage, simt_launch
+from ktune.search_space.operators.matmul import (
+    INT_LIMIT,
+    SIMT_CONSTRAINTS,
+    simt_gemm_coverage,
+    simt_geometry,
+)
 from ktune.search_space.parameters import Config, Parameter
 from ktune.search_space.space import SearchSpace
 from ktune.search_space.workload import Workload
@@ -39,8 +45,48 @@ _PARAMS = [
 ]
 
 
+_SIZES = ("N", "C", "H", "W", "K", "R", "S", "SH", "SW", "PH", "PW", "DH", "DW")
+
+
 class Conv2d(Conv2dForm, ConvProblem, Operator):
     summary = "2-D convolution, NCHW or NHWC, stride/padding/dilation; implicit GEMM"
+    entry = EntryAbi(
+        _SIZES,
+        (Pointer("x"), Pointer("w"), Pointer("y", output=True)),
+        (
+            ("P", "(H + 2 * PH - DH * (R - 1) - 1) // SH + 1"),
+            ("Q", "(W + 2 * PW - DW * (S - 1) - 1) // SW + 1"),
+        ),
+    )
+    #: scalar loads only: a config is correct at every shape
+    requirements = ()
+    admits = (
+        *(f"1 <= {d} <= {INT_LIMIT}" for d in _SIZES if d not in ("PH", "PW")),
+        f"0 <= PH <= {INT_LIMIT} and 0 <= PW <= {INT_LIMIT}",
+        f"H + 2 * PH <= {INT_LIMIT} and W + 2 * PW <= {INT_LIMIT}",
+        "P >= 1 and Q >= 1",
+        f"N * P * Q <= {INT_LIMIT} and C * R * S <= {INT_LIMIT}",
+    )
+
+    def entry_sizes(self, workload: Workload) -> tuple[int, ...]:
+        cs, _ = self.conv_shape(workload)
+        return (cs.n, cs.c, cs.h, cs.w, cs.k, cs.r, cs.s, cs.sh, cs.sw, cs.ph, cs.pw, cs.dh, cs.dw)
+
+    def default_config(self, workload: Workload) -> Config:
+        self.conv_shape(workload)
+        return {
+            "block_size_x": 16,
+            "block_size_y": 16,
+            "tile_size_x": 2,
+            "tile_size_y": 2,
+            "tile_size_k": 16,
+            "double_buffer": 1,
+        }
+
+    def geometry(self, workload: Workload) -> Geometry:
+        _, nhwc = self.conv_shape(workload)
+        pixels = "N * P * Q"
+        return simt_geometry(pixels, "K", "1") if nhwc else simt_geometry("K", pixels, "1")
 
     def space(self, workload: Workload, limits: DeviceLimits) -> SearchSpace:
         _, nhwc = self.conv_shape(workload)
@@ -48,11 +94,11 @@ class Conv2d(Conv2dForm, ConvProblem, Operator):
         return SearchSpace(_PARAMS, SIMT_CONSTRAINTS, constants=constants, name=workload.key)
 
     def render(self, config: Config, workload: Workload) -> KernelSource:
-        cs, nhwc = self.conv_shape(workload)
+        _, nhwc = self.conv_shape(workload)
         elem = "float" if workload.dtype == "float32" else "half_t"
         defines = {
             "KERNEL_NAME": f"conv2d_{workload.layout.lower()}_{workload.dtype}",
-            **cs.defines(nhwc),
+            "CV_NHWC": int(nhwc),
             "ELEM_T": elem,
             "vector_width": 1,
             "split_k": 1,
@@ -60,11 +106,6 @@ class Conv2d(Conv2dForm, ConvProblem, Operator):
         }
         body = template("prelude.cuh") + template("conv2d_simt.cuh") + template("gemm_simt.cuh")
         return KernelSource(str(defines["KERNEL_NAME"]), body, defines)
-
-    def launch(self, config: Config, workload: Workload) -> Launch:
-        cs, nhwc = self.conv_shape(workload)
-        m, n, _ = cs.gemm(nhwc)
-        return simt_launch(dict(config), m, n)
 
     def derived_features(self, config: Config, workload: Workload) -> dict[str, float]:
         cs, nhwc = self.conv_shape(workload)

@@ -3,7 +3,8 @@
 float32 runs the register-blocked SIMT GEMM (``cuda/gemm_simt.cuh``: vector loads, optional
 double buffering, split-K); float16 runs tensor cores (``cuda/matmul_mma.cu``: ldmatrix +
 mma.sync m16n8k16 with fp32 accumulation, a cp.async pipeline of 2-4 stages, grouped block
-order). Both handle any M, N, K; vector widths are limited to what the sizes align to.
+order). Both take M, N, K at run time and handle any sizes; vector widths are limited to what
+the sizes align to (the operator's ``requirements``).
 """
 
 from __future__ import annotations
@@ -14,20 +15,32 @@ import numpy as np
 
 from ktune.search_space.operators.base import (
     DeviceLimits,
+    Fill,
+    Geometry,
     KernelSource,
-    Launch,
     Operator,
     OperatorError,
     ceil_div,
     template,
 )
+from ktune.search_space.operators.entry import EntryAbi, Pointer
 from ktune.search_space.operators.forms import MatmulForm
 from ktune.search_space.operators.gemm import GemmProblem
 from ktune.search_space.parameters import Config, Parameter
 from ktune.search_space.space import SearchSpace
 from ktune.search_space.workload import Workload
 
-__all__ = ["Matmul", "simt_gemm_coverage"]
+__all__ = ["INT_SIZES", "Matmul", "simt_gemm_coverage"]
+
+#: the most a size (or a GEMM dimension) may be where kernels index with 32-bit ints: below
+#: 2**31 with room for a block's steps past the end
+INT_LIMIT = 2**31 - 2**20
+
+#: what a kernel with (M, N, K) as ints admits
+INT_SIZES = tuple(f"1 <= {d} <= {INT_LIMIT}" for d in ("M", "N", "K"))
+
+#: the requirement of vector loads along K and N (fp32 and fp16 alike)
+_ALIGNED = "K % vector_width == 0 and N % vector_width == 0"
 
 _SIMT_PARAMS = [
     Parameter.of("block_size_x", [8, 16, 32]),
@@ -79,12 +92,66 @@ _MMA_CONSTRAINTS = [
         " * (warp_tile_y * warp_tile_x // 32 + warp_tile_y // 4 + warp_tile_x // 4 + 32)"
         " <= max_regs"
     ),
-    "K % vector_width == 0 and N % vector_width == 0",
+    _ALIGNED,
 ]
 
 
 class Matmul(MatmulForm, GemmProblem, Operator):
     summary = "C = A @ B, row-major; fp32 SIMT (split-K) or fp16 tensor cores (mma.sync)"
+    entry = EntryAbi(("M", "N", "K"), (Pointer("A"), Pointer("B"), Pointer("C", output=True)))
+    requirements = (_ALIGNED,)
+    admits = INT_SIZES
+
+    def entry_sizes(self, workload: Workload) -> tuple[int, ...]:
+        self.check(workload)
+        return tuple(workload.shape)
+
+    def default_config(self, workload: Workload) -> Config:
+        """Vector width 1 (any K and N), no split-K; middling tiles."""
+        self.check(workload)
+        if workload.dtype == "float16":
+            return {
+                "tile_size_y": 64,
+                "tile_size_x": 64,
+                "tile_size_k": 32,
+                "warp_tile_y": 32,
+                "warp_tile_x": 32,
+                "stages": 3,
+                "vector_width": 1,
+                "group_m": 8,
+            }
+        return {
+            "block_size_x": 16,
+            "block_size_y": 16,
+            "tile_size_x": 4,
+            "tile_size_y": 4,
+            "tile_size_k": 16,
+            "vector_width": 1,
+            "double_buffer": 1,
+            "split_k": 1,
+        }
+
+    def geometry(self, workload: Workload) -> Geometry:
+        if workload.dtype == "float16":
+            threads = "(tile_size_y // warp_tile_y) * (tile_size_x // warp_tile_x) * 32"
+            return Geometry(
+                (
+                    (
+                        "((M + tile_size_y - 1) // tile_size_y)"
+                        " * ((N + tile_size_x - 1) // tile_size_x)"
+                    ),
+                    "1",
+                    "1",
+                ),
+                (threads, "1", "1"),
+                "stages * (tile_size_y * (tile_size_k + 8) + tile_size_k * (tile_size_x + 8)) * 2",
+            )
+        return simt_geometry("M", "N")
+
+    def fills(self, config: Config, workload: Workload) -> tuple[Fill, ...]:
+        if workload.dtype == "float32" and int(config["split_k"]) > 1:
+            return (Fill("C", "M * N", "float", 0.0),)
+        return ()
 
     def space(self, workload: Workload, limits: DeviceLimits) -> SearchSpace:
         self.check(workload)
@@ -108,29 +175,12 @@ class Matmul(MatmulForm, GemmProblem, Operator):
 
     def render(self, config: Config, workload: Workload) -> KernelSource:
         self.check(workload)
-        m, n, k = workload.shape
-        defines = {
-            "KERNEL_NAME": f"matmul_{workload.dtype}",
-            "KT_M": m,
-            "KT_N": n,
-            "KT_K": k,
-            **config,
-        }
+        defines = {"KERNEL_NAME": f"matmul_{workload.dtype}", **config}
         if workload.dtype == "float16":
             body = template("prelude.cuh") + template("matmul_mma.cu")
         else:
             body = template("prelude.cuh") + template("matmul_simt.cuh") + template("gemm_simt.cuh")
         return KernelSource(str(defines["KERNEL_NAME"]), body, defines)
-
-    def launch(self, config: Config, workload: Workload) -> Launch:
-        m, n, _ = workload.shape
-        c: dict[str, Any] = dict(config)
-        if workload.dtype == "float16":
-            bm, bn, bk = c["tile_size_y"], c["tile_size_x"], c["tile_size_k"]
-            threads = (bm // c["warp_tile_y"]) * (bn // c["warp_tile_x"]) * 32
-            smem = c["stages"] * (bm * (bk + 8) + bk * (bn + 8)) * 2
-            return Launch((ceil_div(m, bm) * ceil_div(n, bn), 1, 1), (threads, 1, 1), smem)
-        return simt_launch(c, m, n)
 
     def derived_features(self, config: Config, workload: Workload) -> dict[str, float]:
         m, n, k = workload.shape
@@ -169,12 +219,12 @@ class Matmul(MatmulForm, GemmProblem, Operator):
         return simt_gemm_coverage(c, m, n, k)
 
 
-def simt_launch(c: dict[str, Any], m: int, n: int) -> Launch:
-    """Geometry of the SIMT GEMM core for a GEMM of m x n outputs."""
-    bm, bn = c["block_size_y"] * c["tile_size_y"], c["block_size_x"] * c["tile_size_x"]
-    return Launch(
-        (ceil_div(m, bm) * ceil_div(n, bn), c.get("split_k", 1), 1),
-        (c["block_size_x"], c["block_size_y"], 1),
+def simt_geometry(m: str, n: str, split_k: str = "split_k") -> Geometry:
+    """Geometry of the SIMT GEMM core for a GEMM of ``m`` x ``n`` outputs (expressions)."""
+    bm, bn = "(block_size_y * tile_size_y)", "(block_size_x * tile_size_x)"
+    return Geometry(
+        (f"(({m} + {bm} - 1) // {bm}) * (({n} + {bn} - 1) // {bn})", split_k, "1"),
+        ("block_size_x", "block_size_y", "1"),
     )
 
 

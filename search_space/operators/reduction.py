@@ -1,11 +1,13 @@
 """``reduction``: sum or max of each row of x[ROWS][COLS] (fp32 result); shape ``ROWSxCOLS``.
 
 The workload's layout names the reduction: ``sum`` (the default) or ``max``
-(``reduction/1024x4096/float32/max``). The template is ``cuda/reduction.cu``.
+(``reduction/1024x4096/float32/max``). The template is ``cuda/reduction.cu``; ROWS and COLS
+come at run time.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -13,15 +15,18 @@ import numpy as np
 from ktune.search_space.operators.base import (
     Arguments,
     DeviceLimits,
+    Fill,
+    Geometry,
     KernelSource,
-    Launch,
     Operator,
     Tolerance,
     ceil_div,
     param_range,
     template,
 )
+from ktune.search_space.operators.entry import EntryAbi, Pointer
 from ktune.search_space.operators.forms import ReductionForm
+from ktune.search_space.operators.matmul import INT_LIMIT
 from ktune.search_space.parameters import Config, Parameter
 from ktune.search_space.space import SearchSpace
 from ktune.search_space.workload import Workload
@@ -37,10 +42,12 @@ _PARAMS = [
     Parameter.of("blocks_per_row", param_range(1, 64)),
 ]
 
+_ALIGNED = "COLS % vector_width == 0"
+
 _CONSTRAINTS = [
     "32 <= block_size_x * block_size_y <= max_threads",
     "vector_width * elem_bytes <= 16",
-    "COLS % vector_width == 0",
+    _ALIGNED,
     "block_size_x * vector_width <= max(COLS, 32)",
     (
         "blocks_per_row == 1"
@@ -51,18 +58,49 @@ _CONSTRAINTS = [
 
 class Reduction(ReductionForm, Operator):
     summary = "sum or max over the last axis (layout names it); shuffles or a shared-memory tree"
+    entry = EntryAbi(("ROWS", "COLS"), (Pointer("x"), Pointer("out", output=True)))
+    requirements = (_ALIGNED,)
+    admits = (f"1 <= ROWS <= {INT_LIMIT}", f"1 <= COLS <= {INT_LIMIT}")
+
+    def entry_sizes(self, workload: Workload) -> tuple[int, ...]:
+        self.check(workload)
+        return tuple(workload.shape)
+
+    def default_config(self, workload: Workload) -> Config:
+        self.check(workload)
+        return {
+            "block_size_x": 128,
+            "block_size_y": 1,
+            "vector_width": 1,
+            "items_per_thread": 4,
+            "reduce_method": "shuffle",
+            "blocks_per_row": 1,
+        }
+
+    def pointer_ctypes(self, workload: Workload) -> tuple[str, ...]:
+        """x in the workload's dtype; the sums or maxima in float."""
+        return (super().pointer_ctypes(workload)[0], "float")
+
+    def geometry(self, workload: Workload) -> Geometry:
+        return Geometry(
+            ("(ROWS + block_size_y - 1) // block_size_y", "blocks_per_row", "1"),
+            ("block_size_x", "block_size_y", "1"),
+        )
+
+    def fills(self, config: Config, workload: Workload) -> tuple[Fill, ...]:
+        """Rows split over blocks combine atomically into out, which starts at the identity."""
+        if int(config["blocks_per_row"]) == 1:
+            return ()
+        return (Fill("out", "ROWS", "float", -math.inf if workload.layout == "max" else 0.0),)
 
     def space(self, workload: Workload, limits: DeviceLimits) -> SearchSpace:
         return self.matrix_space(workload, limits, _PARAMS, _CONSTRAINTS)
 
     def render(self, config: Config, workload: Workload) -> KernelSource:
         self.check(workload)
-        rows, cols = workload.shape
         params = {k: v for k, v in config.items() if k != "reduce_method"}
         defines = {
             "KERNEL_NAME": f"reduce_{workload.layout}_{workload.dtype}",
-            "KT_ROWS": rows,
-            "KT_COLS": cols,
             "ELEM_T": "float" if workload.dtype == "float32" else "half_t",
             "OP_MAX": int(workload.layout == "max"),
             "USE_SHUFFLE": int(config["reduce_method"] == "shuffle"),
@@ -70,14 +108,6 @@ class Reduction(ReductionForm, Operator):
         }
         return KernelSource(
             str(defines["KERNEL_NAME"]), template("prelude.cuh") + template("reduction.cu"), defines
-        )
-
-    def launch(self, config: Config, workload: Workload) -> Launch:
-        rows, _ = workload.shape
-        c: dict[str, Any] = dict(config)
-        return Launch(
-            (ceil_div(rows, c["block_size_y"]), c["blocks_per_row"], 1),
-            (c["block_size_x"], c["block_size_y"], 1),
         )
 
     def arguments(self, workload: Workload, rng: np.random.Generator) -> Arguments:

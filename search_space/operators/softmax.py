@@ -1,7 +1,8 @@
 """``softmax``: row-wise softmax of x[ROWS][COLS]; shape ``ROWSxCOLS``; output in the input dtype.
 
-``method`` is ``online`` (one sweep for max and sum) or ``twopass``; ``cache_row`` keeps the
-row in registers so x is read once. Template: ``cuda/softmax.cu``.
+``method`` is ``online`` (one sweep for max and sum) or ``twopass``; ``cache_items`` > 0 keeps
+the row in registers (that many vectors per thread) so x is read once, where the row fits, and
+streams it otherwise. Template: ``cuda/softmax.cu``; ROWS and COLS come at run time.
 """
 
 from __future__ import annotations
@@ -13,14 +14,16 @@ import numpy as np
 from ktune.search_space.operators.base import (
     Arguments,
     DeviceLimits,
+    Geometry,
     KernelSource,
-    Launch,
     Operator,
     ceil_div,
     param_range,
     template,
 )
+from ktune.search_space.operators.entry import EntryAbi, Pointer
 from ktune.search_space.operators.forms import SoftmaxForm
+from ktune.search_space.operators.matmul import INT_LIMIT
 from ktune.search_space.parameters import Config, Parameter
 from ktune.search_space.space import SearchSpace
 from ktune.search_space.workload import Workload
@@ -32,47 +35,64 @@ _PARAMS = [
     Parameter.of("block_size_y", param_range(1, 16)),
     Parameter.of("vector_width", [1, 2, 4, 8]),
     Parameter.of("method", ["online", "twopass"]),
-    Parameter.of("cache_row", [0, 1]),
+    Parameter.of("cache_items", [0, 1, 2, 4, 8, 16]),
 ]
+
+_ALIGNED = "COLS % vector_width == 0"
 
 _CONSTRAINTS = [
     "32 <= block_size_x * block_size_y <= max_threads",
     "vector_width * elem_bytes <= 16",
-    "COLS % vector_width == 0",
+    _ALIGNED,
     "block_size_x * vector_width <= max(COLS, 32)",
-    "cache_row == 0 or COLS <= 16 * block_size_x * vector_width",
+    # cache the row only where it fits, in the fewest items that hold it
+    (
+        "cache_items == 0 or (COLS <= cache_items * block_size_x * vector_width"
+        " and (cache_items == 1 or 2 * COLS > cache_items * block_size_x * vector_width))"
+    ),
 ]
 
 
 class Softmax(SoftmaxForm, Operator):
     summary = "row-wise softmax; online or two-pass, row cached in registers or not"
+    entry = EntryAbi(("ROWS", "COLS"), (Pointer("x"), Pointer("y", output=True)))
+    requirements = (_ALIGNED,)
+    admits = (f"1 <= ROWS <= {INT_LIMIT}", f"1 <= COLS <= {INT_LIMIT}")
+
+    def entry_sizes(self, workload: Workload) -> tuple[int, ...]:
+        self.check(workload)
+        return tuple(workload.shape)
+
+    def default_config(self, workload: Workload) -> Config:
+        self.check(workload)
+        return {
+            "block_size_x": 128,
+            "block_size_y": 1,
+            "vector_width": 1,
+            "method": "online",
+            "cache_items": 0,
+        }
+
+    def geometry(self, workload: Workload) -> Geometry:
+        return Geometry(
+            ("(ROWS + block_size_y - 1) // block_size_y", "1", "1"),
+            ("block_size_x", "block_size_y", "1"),
+        )
 
     def space(self, workload: Workload, limits: DeviceLimits) -> SearchSpace:
         return self.matrix_space(workload, limits, _PARAMS, _CONSTRAINTS)
 
     def render(self, config: Config, workload: Workload) -> KernelSource:
         self.check(workload)
-        rows, cols = workload.shape
         c: dict[str, Any] = dict(config)
-        items = ceil_div(cols, c["block_size_x"] * c["vector_width"]) if c["cache_row"] else 0
         defines = {
             "KERNEL_NAME": f"softmax_{workload.dtype}",
-            "KT_ROWS": rows,
-            "KT_COLS": cols,
             "ELEM_T": "float" if workload.dtype == "float32" else "half_t",
             "ONLINE": int(c["method"] == "online"),
-            "CACHE_ITEMS": items,
             **{k: v for k, v in c.items() if k != "method"},
         }
         return KernelSource(
             str(defines["KERNEL_NAME"]), template("prelude.cuh") + template("softmax.cu"), defines
-        )
-
-    def launch(self, config: Config, workload: Workload) -> Launch:
-        rows, _ = workload.shape
-        c: dict[str, Any] = dict(config)
-        return Launch(
-            (ceil_div(rows, c["block_size_y"]), 1, 1), (c["block_size_x"], c["block_size_y"], 1)
         )
 
     def arguments(self, workload: Workload, rng: np.random.Generator) -> Arguments:
@@ -97,7 +117,8 @@ class Softmax(SoftmaxForm, Operator):
     def derived_features(self, config: Config, workload: Workload) -> dict[str, float]:
         _, cols = workload.shape
         c: dict[str, Any] = dict(config)
-        sweeps = 1 if c["cache_row"] else (2 if c["method"] == "online" else 3)
+        cached = 0 < _cols_cached(c, cols)
+        sweeps = 1 if cached else (2 if c["method"] == "online" else 3)
         return {
             **super().derived_features(config, workload),
             "elements_per_thread": cols / c["block_size_x"],
@@ -115,8 +136,8 @@ class Softmax(SoftmaxForm, Operator):
         row_ids = (np.arange(ceil_div(rows, by))[:, None] * by + np.arange(by)[None, :]).ravel()
         row_ids = row_ids[row_ids < rows]
         step = bx * vw
-        if c["cache_row"]:
-            items = ceil_div(cols, step)
+        if _cols_cached(c, cols):
+            items = c["cache_items"]
             starts = (np.arange(bx)[:, None] * vw + np.arange(items)[None, :] * step).ravel()
         else:
             starts = np.concatenate([np.arange(tx * vw, cols, step) for tx in range(bx)])
@@ -125,3 +146,9 @@ class Softmax(SoftmaxForm, Operator):
         for r in row_ids:
             np.add.at(counts[r], elems, 1)
         return counts
+
+
+def _cols_cached(c: dict[str, Any], cols: int) -> int:
+    """The vectors per thread the kernel caches at ``cols`` (0: it streams the row)."""
+    items = int(c["cache_items"])
+    return items if items and cols <= items * c["block_size_x"] * c["vector_width"] else 0

@@ -1,7 +1,8 @@
 """``transpose``: y[COLS][ROWS] = x[ROWS][COLS]^T; shape ``ROWSxCOLS``.
 
 Square shared-memory tiles with padded rows against bank conflicts and vector accesses on both
-sides. Template: ``cuda/transpose.cu``.
+sides. Template: ``cuda/transpose.cu``; ROWS and COLS come at run time, and the grid is
+one-dimensional (tiles in row-major order), so any shape fits its limits.
 """
 
 from __future__ import annotations
@@ -13,15 +14,17 @@ import numpy as np
 from ktune.search_space.operators.base import (
     Arguments,
     DeviceLimits,
+    Geometry,
     KernelSource,
-    Launch,
     Operator,
     Tolerance,
     ceil_div,
     param_range,
     template,
 )
+from ktune.search_space.operators.entry import EntryAbi, Pointer
 from ktune.search_space.operators.forms import TransposeForm
+from ktune.search_space.operators.matmul import INT_LIMIT
 from ktune.search_space.parameters import Config, Parameter
 from ktune.search_space.space import SearchSpace
 from ktune.search_space.workload import Workload
@@ -43,36 +46,47 @@ _CONSTRAINTS = [
     "vector_width * elem_bytes <= 16",
     "COLS % vector_width == 0 and ROWS % vector_width == 0",
     "tile_size_x * (tile_size_x + padding) * elem_bytes <= max_static_smem",
-    "(ROWS + tile_size_x - 1) // tile_size_x <= 65535",
 ]
 
 
 class Transpose(TransposeForm, Operator):
     summary = "2-D transpose through padded shared-memory tiles, vector loads and stores"
+    entry = EntryAbi(("ROWS", "COLS"), (Pointer("x"), Pointer("y", output=True)))
+    requirements = ("COLS % vector_width == 0 and ROWS % vector_width == 0",)
+    admits = (f"1 <= ROWS <= {INT_LIMIT}", f"1 <= COLS <= {INT_LIMIT}")
+
+    def entry_sizes(self, workload: Workload) -> tuple[int, ...]:
+        self.check(workload)
+        return tuple(workload.shape)
+
+    def default_config(self, workload: Workload) -> Config:
+        self.check(workload)
+        return {
+            "tile_size_x": 32,
+            "block_size_x": 32,
+            "block_size_y": 8,
+            "padding": 1,
+            "vector_width": 1,
+        }
+
+    def geometry(self, workload: Workload) -> Geometry:
+        tiles = (
+            "((ROWS + tile_size_x - 1) // tile_size_x) * ((COLS + tile_size_x - 1) // tile_size_x)"
+        )
+        return Geometry((tiles, "1", "1"), ("block_size_x", "block_size_y", "1"))
 
     def space(self, workload: Workload, limits: DeviceLimits) -> SearchSpace:
         return self.matrix_space(workload, limits, _PARAMS, _CONSTRAINTS)
 
     def render(self, config: Config, workload: Workload) -> KernelSource:
         self.check(workload)
-        rows, cols = workload.shape
         defines = {
             "KERNEL_NAME": f"transpose_{workload.dtype}",
-            "KT_ROWS": rows,
-            "KT_COLS": cols,
             "ELEM_T": "float" if workload.dtype == "float32" else "half_t",
             **config,
         }
         return KernelSource(
             str(defines["KERNEL_NAME"]), template("prelude.cuh") + template("transpose.cu"), defines
-        )
-
-    def launch(self, config: Config, workload: Workload) -> Launch:
-        rows, cols = workload.shape
-        c: dict[str, Any] = dict(config)
-        t = c["tile_size_x"]
-        return Launch(
-            (ceil_div(cols, t), ceil_div(rows, t), 1), (c["block_size_x"], c["block_size_y"], 1)
         )
 
     def arguments(self, workload: Workload, rng: np.random.Generator) -> Arguments:
@@ -110,26 +124,26 @@ class Transpose(TransposeForm, Operator):
         c: dict[str, Any] = dict(config)
         t, bx, by, vw = c["tile_size_x"], c["block_size_x"], c["block_size_y"], c["vector_width"]
         counts = np.zeros((cols, rows), dtype=np.int32)
-        grid = self.launch(config, workload).grid
+        col_tiles = ceil_div(cols, t)
+        blocks = self.launch(config, workload).grid[0]
         tile_i = np.arange(0, t, 1)
         i_of_ty = [tile_i[ty::by] for ty in range(by)]
-        for gy in range(grid[1]):
-            for gx in range(grid[0]):
-                r0, c0 = gy * t, gx * t
-                # the load phase reads x[r0 + i][c0 + tx*vw + e] into tile[i][tx*vw + e]
-                loaded = np.zeros((t, t), dtype=bool)
-                for ty in range(by):
-                    for tx in range(bx):
-                        rr = i_of_ty[ty]
-                        ok = (r0 + rr < rows) & (c0 + tx * vw < cols)
-                        loaded[np.ix_(rr[ok], tx * vw + np.arange(vw))] = True
-                # the store phase writes y[c0 + i][r0 + tx*vw + e] from tile[tx*vw + e][i]
-                for ty in range(by):
-                    for tx in range(bx):
-                        ii = i_of_ty[ty]
-                        ii = ii[(c0 + ii < cols) & (r0 + tx * vw < rows)]
-                        for e in range(vw):
-                            src = tx * vw + e
-                            good = loaded[src, ii]
-                            np.add.at(counts, (c0 + ii[good], np.full(good.sum(), r0 + src)), 1)
+        for block in range(blocks):
+            r0, c0 = (block // col_tiles) * t, (block % col_tiles) * t
+            # the load phase reads x[r0 + i][c0 + tx*vw + e] into tile[i][tx*vw + e]
+            loaded = np.zeros((t, t), dtype=bool)
+            for ty in range(by):
+                for tx in range(bx):
+                    rr = i_of_ty[ty]
+                    ok = (r0 + rr < rows) & (c0 + tx * vw < cols)
+                    loaded[np.ix_(rr[ok], tx * vw + np.arange(vw))] = True
+            # the store phase writes y[c0 + i][r0 + tx*vw + e] from tile[tx*vw + e][i]
+            for ty in range(by):
+                for tx in range(bx):
+                    ii = i_of_ty[ty]
+                    ii = ii[(c0 + ii < cols) & (r0 + tx * vw < rows)]
+                    for e in range(vw):
+                        src = tx * vw + e
+                        good = loaded[src, ii]
+                        np.add.at(counts, (c0 + ii[good], np.full(good.sum(), r0 + src)), 1)
         return counts

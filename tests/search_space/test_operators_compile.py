@@ -1,11 +1,13 @@
 """Every operator template compiles for sm_80 and sm_90 in every config its space allows.
 
 For every operator, dtype and layout, of a realistic shape, and each architecture, the space's
-first and last configs (its smallest and largest knob values, where resource limits bite) and a
-seeded random sample of others are compiled with NVRTC (the compiler the GPU backend uses;
-nvcc when no NVRTC library is installed); each must compile and be launchable by ptxas'
-account of its registers and shared memory. The sample holds ``KTUNE_COMPILE_SAMPLE`` configs:
-2 in ``make test``, 50 in the full sweep (``make compile-sweep``).
+first and last configs (its smallest and largest knob values, where resource limits bite), the
+operator's default config and a seeded random sample of others are compiled with NVRTC (the
+compiler the GPU backend uses; nvcc when no NVRTC library is installed); each must compile and
+be launchable by ptxas' account of its registers and shared memory. The sample holds
+``KTUNE_COMPILE_SAMPLE`` configs: 2 in ``make test``, 50 in the full sweep
+(``make compile-sweep``). Sizes are kernel arguments; the same configs also compile with the
+workload's sizes compiled in (``KT_FIXED_SHAPE``).
 """
 
 from __future__ import annotations
@@ -64,7 +66,11 @@ def test_sampled_configs_compile_and_fit_the_device(
     drawn = space.sample(SAMPLE, np.random.default_rng(7))
     assert len(space) >= 50 and len(drawn) == SAMPLE
     configs = space.configs([i for i in (0, len(space) - 1) if i not in drawn] + list(drawn))
-    infos = analyze([op.render(c, workload) for c in configs], arch, compiler=compiler)
+    configs.append(op.default_config(workload))
+    sources = [op.render(c, workload) for c in configs]
+    sources += [op.specialised(c, workload) for c in configs]
+    infos = analyze(sources, arch, compiler=compiler)
+    configs = configs + configs
     failed = [(c, i.error) for c, i in zip(configs, infos) if not i.ok]
     assert not failed, f"{len(failed)} allowed configs do not compile, e.g. {failed[0]}"
     blocked = [

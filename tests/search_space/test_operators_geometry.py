@@ -1,5 +1,6 @@
-"""Launch geometry covers the problem exactly, emulated on the host for small odd shapes, and
-the references agree with straightforward NumPy."""
+"""Launch geometry covers the problem exactly, emulated on the host for small odd shapes, at
+the shape a config was drawn for and at every other shape its requirements hold at (sizes come at
+run time); the references agree with straightforward NumPy."""
 
 from __future__ import annotations
 
@@ -72,7 +73,7 @@ def test_coverage_detects_a_wrong_geometry() -> None:
     from ktune.search_space.operators.base import Launch
 
     real = op.launch
-    op.launch = lambda config, workload: Launch((1, 2, 1), (32, 8, 1))  # type: ignore[method-assign]
+    op.launch = lambda config, workload: Launch((5, 1, 1), (32, 8, 1))  # type: ignore[method-assign]
     try:
         assert (op.coverage(config, short) == 0).any()
     finally:
@@ -159,3 +160,141 @@ def test_tolerance_flags_wrong_outputs() -> None:
     nan[0, 0] = np.nan
     assert not tol.check(nan, ref)[0]
     assert isinstance(args, Arguments)
+
+
+# shapes a config drawn at the SMALL shapes is run at: 1, primes, a tile plus one
+OTHER_SHAPES: dict[str, list[str]] = {
+    "matmul": ["1x1x1", "7x13x5", "33x17x64", "65x3x129", "16x16x16"],
+    "conv2d": ["1x1x1x1x1x1x1", "1x2x5x3x3x2x2x1x1x1x1x1x1", "3x1x6x9x2x3x1x1x2x0x0x2x1"],
+    "reduction": ["1x1", "5x97", "2x256", "33x1024"],
+    "softmax": ["1x1", "3x97", "2x256", "5x1024"],
+    "transpose": ["1x1", "3x97", "64x2", "33x65"],
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "shape", "dtype", "layout"), SMALL, ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in SMALL]
+)
+def test_configs_cover_every_shape_their_requirements_hold_at(
+    name: str, shape: str, dtype: str, layout: str
+) -> None:
+    op = get(name)
+    tuned = op.workload(shape, dtype, layout)
+    space = op.space(tuned, LIMITS)
+    configs = space.configs(space.sample(8, np.random.default_rng(11)))
+    configs.append(op.default_config(tuned))
+    ran = 0
+    for other in OTHER_SHAPES[name]:
+        workload = op.workload(other, dtype, layout)
+        for config in configs:
+            if not op.requirements_met(config, workload):
+                continue
+            counts = op.coverage(config, workload)
+            assert counts.min() == 1 and counts.max() == 1, (config, other)
+            ran += 1
+    assert ran >= len(OTHER_SHAPES[name])
+
+
+def _awkward(op_name: str) -> list[str]:
+    """1, primes and a tile plus one in every dimension, for the default configs."""
+    if op_name == "matmul":
+        return ["1x1x1", "2x3x5", "97x89x83", "65x129x17", "1x4099x1", "4097x1x3"]
+    if op_name == "conv2d":
+        return ["1x1x1x1x1x1x1", "3x5x7x11x13x3x5x2x3x1x2x2x1", "1x1x17x1x1x1x1"]
+    return ["1x1", "97x89", "1x65537", "65537x1", "129x33"]
+
+
+@pytest.mark.parametrize("name", ["matmul", "conv2d", "reduction", "softmax", "transpose"])
+def test_default_configs_hold_at_awkward_shapes_and_fit_the_device(name: str) -> None:
+    op = get(name)
+    layouts = op.layouts if name != "reduction" else ("sum", "max")
+    for dtype in op.dtypes:
+        for layout in layouts:
+            for shape in _awkward(name):
+                workload = op.workload(shape, dtype, layout)
+                config = op.default_config(workload)
+                assert op.requirements_met(config, workload), (shape, config)
+                # a default is a config of the space at a large shape (compiles, launches)
+                big = op.workload(_large(name), dtype, layout)
+                assert config in op.space(big, LIMITS), (config, big.key)
+                if np.prod(workload.shape) < 20000:
+                    counts = op.coverage(config, workload)
+                    assert counts.min() == 1 and counts.max() == 1, (shape, config)
+
+
+def _large(name: str) -> str:
+    return {
+        "matmul": "1024x1024x1024",
+        "conv2d": "8x64x28x28x64x3x3",
+        "reduction": "1024x4096",
+        "softmax": "1024x4096",
+        "transpose": "1024x1024",
+    }[name]
+
+
+@pytest.mark.parametrize("name", ["matmul", "conv2d", "reduction", "softmax", "transpose"])
+def test_requirements_name_only_knobs_and_sizes_and_the_space_holds_them(name: str) -> None:
+    from ktune.search_space.constraints import parse_constraint
+
+    op = get(name)
+    for dtype in op.dtypes:
+        workload = op.workload(_large(name), dtype, op.layouts[0])
+        space = op.space(workload, LIMITS)
+        knobs = {p.name for p in space.parameters}
+        sizes = set(op.entry.sizes) | {d for d, _ in op.entry.derived}
+        expressions = {str(c) for c in space.constraints}
+        for requirement in op.requirements:
+            used = parse_constraint(requirement, knobs | sizes).names
+            assert used <= knobs | sizes and used & knobs, requirement
+            assert requirement in expressions, (requirement, "is not in the space")
+        for check in op.admits:
+            assert parse_constraint(check, sizes).names <= sizes
+        assert len(op.entry_sizes(workload)) == len(op.entry.sizes)
+        assert op.default_config(workload).keys() == knobs
+
+
+def test_conv_entry_sizes_take_the_padding_from_the_layout() -> None:
+    op = get("conv2d")
+    workload = op.workload("2x3x9x11x5x3x3x2x1", "float32", "NHWC_pad1x2")
+    assert op.entry_sizes(workload) == (2, 3, 9, 11, 5, 3, 3, 2, 1, 1, 2, 1, 1)
+    cs, _ = Conv2d().conv_shape(workload)
+    sizes = op.sizes(workload)
+    assert (sizes["P"], sizes["Q"]) == (cs.p, cs.q)
+    assert tuple(int(v) for v in op.kernel_sizes(workload)) == (
+        *op.entry_sizes(workload),
+        cs.p,
+        cs.q,
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "shape"),
+    [
+        ("transpose", "1073741824x1"),
+        ("transpose", "1x1073741824"),
+        ("reduction", "1073741824x1"),
+        ("softmax", "1073741824x1"),
+        ("matmul", "1073741824x1x1"),
+        ("conv2d", "1024x1x1024x1024x1x1x1"),
+    ],
+)
+def test_grids_fit_the_device_limits_at_huge_shapes(name: str, shape: str) -> None:
+    op = get(name)
+    workload = op.workload(shape, "float32", op.layouts[0])
+    space = op.space(workload, LIMITS)
+    configs = [op.default_config(workload), *space.configs(np.arange(min(len(space), 200)))]
+    for config in configs:
+        grid = op.launch(config, workload).grid
+        assert 1 <= grid[0] <= 2**31 - 1 and 1 <= grid[1] <= 65535 and 1 <= grid[2] <= 65535
+
+
+def test_a_specialised_source_compiles_the_sizes_in() -> None:
+    op = get("matmul")
+    workload = op.workload("37x45x70", "float32")
+    config = op.default_config(workload)
+    plain, fixed = op.render(config, workload), op.specialised(config, workload)
+    assert "KT_M" not in plain.defines and plain.body == fixed.body
+    assert fixed.defines["KT_FIXED_SHAPE"] == 1
+    assert (fixed.defines["KT_M"], fixed.defines["KT_N"], fixed.defines["KT_K"]) == (37, 45, 70)
+    # one source serves every shape: the rendering does not depend on it
+    assert op.render(config, op.workload("1x2x3", "float32")).code == plain.code

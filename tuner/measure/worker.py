@@ -6,8 +6,9 @@ float64, and keeps pristine copies of the outputs. Each call then
 
 1. compiles the config with NVRTC through ``cupy.RawModule`` (cached per source and options);
 2. checks the launch against the compiled kernel's limits (threads, registers, shared memory);
-3. runs it once on restored outputs and compares with the reference (:class:`Tolerance` of
-   the operator): a mismatch is ``wrong_result`` and the config is not timed;
+3. runs it (data arguments, then the operator's run-time sizes) once on restored outputs and
+   compares with the reference (:class:`Tolerance` of the operator): a mismatch is
+   ``wrong_result`` and the config is not timed;
 4. times it with CUDA events: warm-up runs, then repeats until both a minimum count and a
    minimum total time, each preceded (outside the timed span) by restoring the outputs (for
    in-place and accumulating kernels) and overwriting a buffer twice the size of the L2 cache.
@@ -118,6 +119,8 @@ class GpuMeasurer:
         host = self.op.arguments(self.workload, np.random.default_rng(spec.seed))
         self.args = [cp.asarray(v) if isinstance(v, np.ndarray) else v for v in host.values]
         self.outputs = host.outputs
+        # kernels of ktune's operators take their sizes after the data, as ints
+        self.sizes = self.op.kernel_sizes(self.workload)
         self.pristine = {i: self.args[i].copy() for i in self.outputs}
         refs = self.op.reference(self.workload, host, xp=cp)
         self.references = dict(zip(self.outputs, refs))
@@ -160,7 +163,7 @@ class GpuMeasurer:
         if problem:
             result.update(status="runtime_error", error=f"cannot launch: {problem}")
             return result
-        args = tuple(self.args)
+        args = (*self.args, *self.sizes)
 
         def run() -> None:
             kernel(launch.grid, launch.block, args, shared_mem=launch.shared_mem)

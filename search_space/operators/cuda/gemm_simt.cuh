@@ -7,10 +7,11 @@
 // while the current one is multiplied (two shared-memory stages, one barrier per step).
 // split_k > 1 splits K over blockIdx.y; store_c then accumulates atomically.
 //
-// The operator provides before this core: elem_t, out_t, GEMM_M/N/K, B_KMAJOR and
-//   load_a(X0, X1, m, k, kend, v[VW])  VW elements of A at (m, k..k+VW-1), zero outside
-//   load_b(X0, X1, k, n, kend, v[VW])  VW elements of B along n (along k when B_KMAJOR)
-//   store_c(Y, m, n, value)            for m < GEMM_M, n < GEMM_N
+// The operator provides before this core: elem_t, out_t, B_KMAJOR, a struct Problem whose
+// gm, gn, gk are the GEMM's run-time sizes, the entry point (which calls gemm_simt) and
+//   load_a(X0, X1, p, m, k, kend, v[VW])  VW elements of A at (m, k..k+VW-1), zero outside
+//   load_b(X0, X1, p, k, n, kend, v[VW])  VW elements of B along n (along k when B_KMAJOR)
+//   store_c(Y, p, m, n, value)            for m < p.gm, n < p.gn
 
 constexpr int BM = block_size_y * tile_size_y;
 constexpr int BN = block_size_x * tile_size_x;
@@ -25,21 +26,22 @@ constexpr int A_LOADS = BM * BK / VW;
 constexpr int B_LOADS = BK * BN / VW;
 constexpr int A_ITERS = (A_LOADS + NT - 1) / NT;
 constexpr int B_ITERS = (B_LOADS + NT - 1) / NT;
-constexpr int K_CHUNK = ((GEMM_K + split_k - 1) / split_k + BK - 1) / BK * BK;
-constexpr int GRID_N = (GEMM_N + BN - 1) / BN;
 
-extern "C" __global__ void __launch_bounds__(NT)
-KERNEL_NAME(const elem_t* __restrict__ X0, const elem_t* __restrict__ X1, out_t* __restrict__ Y)
+__device__ __forceinline__ void gemm_simt(const elem_t* __restrict__ X0,
+                                          const elem_t* __restrict__ X1, out_t* __restrict__ Y,
+                                          const Problem& p)
 {
+    const int k_chunk = ((p.gk + split_k - 1) / split_k + BK - 1) / BK * BK;
+    const int grid_n = (p.gn + BN - 1) / BN;
     __shared__ __attribute__((aligned(16))) float As[STAGES][BK][BM + A_PAD];
     __shared__ __attribute__((aligned(16))) float Bs[STAGES][BK][BN + B_PAD];
 
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int tid = ty * block_size_x + tx;
     // blockIdx.x enumerates the C tiles row by row; blockIdx.y the splits of K.
-    const int m0 = (blockIdx.x / GRID_N) * BM, n0 = (blockIdx.x % GRID_N) * BN;
-    const int kbeg = blockIdx.y * K_CHUNK;
-    const int kend = min(GEMM_K, kbeg + K_CHUNK);
+    const int m0 = (blockIdx.x / grid_n) * BM, n0 = (blockIdx.x % grid_n) * BN;
+    const int kbeg = blockIdx.y * k_chunk;
+    const int kend = min(p.gk, kbeg + k_chunk);
     if (kend <= kbeg) return;  // an empty split (uniform over the block)
     const int ktiles = (kend - kbeg + BK - 1) / BK;
 
@@ -57,7 +59,7 @@ KERNEL_NAME(const elem_t* __restrict__ X0, const elem_t* __restrict__ X1, out_t*
             const int l = tid + it * NT;
             if (A_LOADS % NT == 0 || l < A_LOADS) {
                 const int row = l / (BK / VW), kk = (l % (BK / VW)) * VW;
-                load_a(X0, X1, m0 + row, k0 + kk, kend, ra[it]);
+                load_a(X0, X1, p, m0 + row, k0 + kk, kend, ra[it]);
             }
         }
 #pragma unroll
@@ -66,10 +68,10 @@ KERNEL_NAME(const elem_t* __restrict__ X0, const elem_t* __restrict__ X1, out_t*
             if (B_LOADS % NT == 0 || l < B_LOADS) {
                 if (B_KMAJOR) {
                     const int col = l / (BK / VW), kk = (l % (BK / VW)) * VW;
-                    load_b(X0, X1, k0 + kk, n0 + col, kend, rb[it]);
+                    load_b(X0, X1, p, k0 + kk, n0 + col, kend, rb[it]);
                 } else {
                     const int kk = l / (BN / VW), col = (l % (BN / VW)) * VW;
-                    load_b(X0, X1, k0 + kk, n0 + col, kend, rb[it]);
+                    load_b(X0, X1, p, k0 + kk, n0 + col, kend, rb[it]);
                 }
             }
         }
@@ -143,7 +145,7 @@ KERNEL_NAME(const elem_t* __restrict__ X0, const elem_t* __restrict__ X1, out_t*
 #pragma unroll
         for (int j = 0; j < tile_size_x; ++j) {
             const int n = n0 + tx + j * block_size_x;
-            if (m < GEMM_M && n < GEMM_N) store_c(Y, m, n, acc[i][j]);
+            if (m < p.gm && n < p.gn) store_c(Y, p, m, n, acc[i][j]);
         }
     }
 }

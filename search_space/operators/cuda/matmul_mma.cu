@@ -7,7 +7,8 @@
 // pipelined over `stages` shared-memory buffers; vector_width 1 copies synchronously (for
 // K or N that are not multiples of 2). Shared rows are padded by 8 halves so that ldmatrix
 // reads are free of bank conflicts. group_m orders blocks in groups of that many block rows,
-// so that consecutive blocks share tiles of A and B in L2.
+// so that consecutive blocks share tiles of A and B in L2. M, N and K come at run time
+// (KT_FIXED_SHAPE compiles KT_M, KT_N, KT_K in instead).
 
 constexpr int BM = tile_size_y, BN = tile_size_x, BK = tile_size_k;
 constexpr int WM = warp_tile_y, WN = warp_tile_x;
@@ -16,9 +17,11 @@ constexpr int NT = (BM / WM) * WARPS_N * 32;
 constexpr int MI = WM / 16, NI = WN / 8;
 constexpr int AS = BK + 8, BS = BN + 8;
 constexpr int A_STAGE = BM * AS, B_STAGE = BK * BS;
-constexpr int GRID_M = (KT_M + BM - 1) / BM, GRID_N = (KT_N + BN - 1) / BN;
-constexpr int KTILES = (KT_K + BK - 1) / BK;
 constexpr int VW = vector_width;
+
+struct Problem {
+    int m, n, k;
+};
 
 __device__ __forceinline__ unsigned shared_address(const void* p) {
     unsigned a;
@@ -52,20 +55,20 @@ __device__ __forceinline__ void wait_copies() {
 }
 
 __device__ __forceinline__ void load_tiles(half_t* As, half_t* Bs, const half_t* A, const half_t* B,
-                                           int m0, int n0, int k0, int tid) {
+                                           const Problem& p, int m0, int n0, int k0, int tid) {
 #pragma unroll
     for (int c = tid; c < BM * BK / VW; c += NT) {
         const int row = c / (BK / VW), col = (c % (BK / VW)) * VW;
         const int gm = m0 + row, gk = k0 + col;
-        const int n = gm < KT_M ? max(0, min(VW, KT_K - gk)) : 0;
-        copy_async(As + row * AS + col, n > 0 ? A + (size_t)gm * KT_K + gk : A, n);
+        const int n = gm < p.m ? max(0, min(VW, p.k - gk)) : 0;
+        copy_async(As + row * AS + col, n > 0 ? A + (size_t)gm * p.k + gk : A, n);
     }
 #pragma unroll
     for (int c = tid; c < BK * BN / VW; c += NT) {
         const int row = c / (BN / VW), col = (c % (BN / VW)) * VW;
         const int gk = k0 + row, gn = n0 + col;
-        const int n = gk < KT_K ? max(0, min(VW, KT_N - gn)) : 0;
-        copy_async(Bs + row * BS + col, n > 0 ? B + (size_t)gk * KT_N + gn : B, n);
+        const int n = gk < p.k ? max(0, min(VW, p.n - gn)) : 0;
+        copy_async(Bs + row * BS + col, n > 0 ? B + (size_t)gk * p.n + gn : B, n);
     }
 }
 
@@ -89,23 +92,32 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4],
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-__device__ __forceinline__ void store_pair(half_t* C, int m, int n, float v0, float v1) {
-    if (m >= KT_M || n >= KT_N) return;
+__device__ __forceinline__ void store_pair(half_t* C, const Problem& p, int m, int n, float v0,
+                                           float v1) {
+    if (m >= p.m || n >= p.n) return;
     half_t h0, h1;
     from_float(h0, v0);
     from_float(h1, v1);
-    half_t* p = C + (size_t)m * KT_N + n;
-    if (KT_N % 2 == 0 && n + 1 < KT_N) {
-        *reinterpret_cast<unsigned*>(p) = (unsigned)h0 | ((unsigned)h1 << 16);
+    half_t* at = C + (size_t)m * p.n + n;
+    if (p.n % 2 == 0 && n + 1 < p.n) {
+        *reinterpret_cast<unsigned*>(at) = (unsigned)h0 | ((unsigned)h1 << 16);
     } else {
-        p[0] = h0;
-        if (n + 1 < KT_N) p[1] = h1;
+        at[0] = h0;
+        if (n + 1 < p.n) at[1] = h1;
     }
 }
 
 extern "C" __global__ void __launch_bounds__(NT)
-KERNEL_NAME(const half_t* __restrict__ A, const half_t* __restrict__ B, half_t* __restrict__ C)
+KERNEL_NAME(const half_t* __restrict__ A, const half_t* __restrict__ B, half_t* __restrict__ C,
+            int M, int N, int K)
 {
+#ifdef KT_FIXED_SHAPE
+    const Problem p = {KT_M, KT_N, KT_K};
+#else
+    const Problem p = {M, N, K};
+#endif
+    const int GRID_M = (p.m + BM - 1) / BM, GRID_N = (p.n + BN - 1) / BN;
+    const int KTILES = (p.k + BK - 1) / BK;
     extern __shared__ __attribute__((aligned(16))) half_t smem[];
     half_t* As = smem;
     half_t* Bs = smem + stages * A_STAGE;
@@ -132,7 +144,7 @@ KERNEL_NAME(const half_t* __restrict__ A, const half_t* __restrict__ B, half_t* 
 
 #pragma unroll
     for (int s = 0; s < stages - 1; ++s) {
-        if (s < KTILES) load_tiles(As + s * A_STAGE, Bs + s * B_STAGE, A, B, m0, n0, s * BK, tid);
+        if (s < KTILES) load_tiles(As + s * A_STAGE, Bs + s * B_STAGE, A, B, p, m0, n0, s * BK, tid);
         commit_copies();
     }
 
@@ -142,7 +154,7 @@ KERNEL_NAME(const half_t* __restrict__ A, const half_t* __restrict__ B, half_t* 
         const int next = kt + stages - 1;
         if (next < KTILES) {
             const int s = next % stages;
-            load_tiles(As + s * A_STAGE, Bs + s * B_STAGE, A, B, m0, n0, next * BK, tid);
+            load_tiles(As + s * A_STAGE, Bs + s * B_STAGE, A, B, p, m0, n0, next * BK, tid);
         }
         commit_copies();
 
@@ -177,7 +189,7 @@ KERNEL_NAME(const half_t* __restrict__ A, const half_t* __restrict__ B, half_t* 
         for (int j = 0; j < NI; ++j) {
             const int m = m0 + wm0 + i * 16 + lane / 4;
             const int n = n0 + wn0 + j * 8 + (lane % 4) * 2;
-            store_pair(C, m, n, acc[i][j][0], acc[i][j][1]);
-            store_pair(C, m + 8, n, acc[i][j][2], acc[i][j][3]);
+            store_pair(C, p, m, n, acc[i][j][0], acc[i][j][1]);
+            store_pair(C, p, m + 8, n, acc[i][j][2], acc[i][j][3]);
         }
 }

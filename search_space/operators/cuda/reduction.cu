@@ -5,11 +5,11 @@
 // row combine with warp shuffles (then shared memory across warps) or with a shared-memory
 // tree (USE_SHUFFLE 0). blocks_per_row > 1 splits each row over blockIdx.y and combines the
 // partial results atomically into out, which must hold the identity (0 or -inf) beforehand.
+// ROWS and COLS come at run time (KT_FIXED_SHAPE compiles KT_ROWS, KT_COLS in instead).
 typedef ELEM_T elem_t;
 constexpr int NT = block_size_x * block_size_y;
 constexpr int VW = vector_width;
 constexpr int STEP = block_size_x * VW;
-constexpr int CHUNK = ((KT_COLS + blocks_per_row - 1) / blocks_per_row + VW - 1) / VW * VW;
 constexpr int WARPS_PER_ROW = block_size_x > 32 ? block_size_x / 32 : 1;
 
 __device__ __forceinline__ float identity() { return OP_MAX ? neg_inf() : 0.0f; }
@@ -26,16 +26,22 @@ __device__ __forceinline__ void atomic_combine(float* out, float v) {
 }
 
 extern "C" __global__ void __launch_bounds__(NT)
-KERNEL_NAME(const elem_t* __restrict__ x, float* __restrict__ out)
+KERNEL_NAME(const elem_t* __restrict__ x, float* __restrict__ out, int ROWS, int COLS)
 {
+#ifdef KT_FIXED_SHAPE
+    const int rows = KT_ROWS, cols = KT_COLS;
+#else
+    const int rows = ROWS, cols = COLS;
+#endif
+    const int chunk = ((cols + blocks_per_row - 1) / blocks_per_row + VW - 1) / VW * VW;
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int row = blockIdx.x * block_size_y + ty;
-    const int c0 = blockIdx.y * CHUNK;
-    const int c1 = min(KT_COLS, c0 + CHUNK);
+    const int c0 = blockIdx.y * chunk;
+    const int c1 = min(cols, c0 + chunk);
 
     float acc = identity();
-    if (row < KT_ROWS) {
-        const elem_t* p = x + (size_t)row * KT_COLS;
+    if (row < rows) {
+        const elem_t* p = x + (size_t)row * cols;
         for (int c = c0 + tx * VW; c < c1; c += STEP * items_per_thread) {
             Vec<elem_t, VW> v[items_per_thread];
 #pragma unroll
@@ -72,7 +78,7 @@ KERNEL_NAME(const elem_t* __restrict__ x, float* __restrict__ out)
         acc = tree[ty][0];
     }
 
-    if (tx == 0 && row < KT_ROWS) {
+    if (tx == 0 && row < rows) {
         if (blocks_per_row == 1)
             out[row] = acc;
         else

@@ -2,8 +2,10 @@
 //
 // block_size_y rows per block, block_size_x threads per row, vector_width elements per access.
 // ONLINE keeps a running (max, sum) in one sweep (Milakov & Gimelshein's online softmax);
-// otherwise the max and the sum take a sweep each. CACHE_ITEMS > 0 keeps the row in registers
-// (CACHE_ITEMS vectors per thread), so x is read from memory once; otherwise each sweep reads it.
+// otherwise the max and the sum take a sweep each. cache_items > 0 keeps the row in registers
+// (cache_items vectors per thread) when it fits there (COLS <= cache_items * block_size_x *
+// vector_width), so x is read from memory once; otherwise each sweep reads it. ROWS and COLS
+// come at run time (KT_FIXED_SHAPE compiles KT_ROWS, KT_COLS in instead).
 typedef ELEM_T elem_t;
 constexpr int NT = block_size_x * block_size_y;
 constexpr int VW = vector_width;
@@ -49,23 +51,29 @@ __device__ __forceinline__ void row_merge(float& m, float& s, int kind, float (*
 }
 
 extern "C" __global__ void __launch_bounds__(NT)
-KERNEL_NAME(const elem_t* __restrict__ x, elem_t* __restrict__ y)
+KERNEL_NAME(const elem_t* __restrict__ x, elem_t* __restrict__ y, int ROWS, int COLS)
 {
+#ifdef KT_FIXED_SHAPE
+    const int rows = KT_ROWS, cols = KT_COLS;
+#else
+    const int rows = ROWS, cols = COLS;
+#endif
     __shared__ float part[block_size_y][WARPS_PER_ROW][2];
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int row = blockIdx.x * block_size_y + ty;
-    const bool live = row < KT_ROWS;
-    const elem_t* xr = x + (size_t)(live ? row : 0) * KT_COLS;
-    elem_t* yr = y + (size_t)(live ? row : 0) * KT_COLS;
+    const bool live = row < rows;
+    const elem_t* xr = x + (size_t)(live ? row : 0) * cols;
+    elem_t* yr = y + (size_t)(live ? row : 0) * cols;
     float m = neg_inf(), s = 0.0f;
 
-    if (CACHE_ITEMS > 0) {
-        constexpr int ITEMS = CACHE_ITEMS > 0 ? CACHE_ITEMS : 1;
+    // uniform over the block: every thread takes the same path
+    if (cache_items > 0 && cols <= cache_items * STEP) {
+        constexpr int ITEMS = cache_items > 0 ? cache_items : 1;
         float r[ITEMS][VW];
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i) {
             const int c = tx * VW + i * STEP;
-            if (live && c < KT_COLS) {
+            if (live && c < cols) {
                 const Vec<elem_t, VW> v = *reinterpret_cast<const Vec<elem_t, VW>*>(xr + c);
 #pragma unroll
                 for (int e = 0; e < VW; ++e) r[i][e] = to_float(v.v[e]);
@@ -96,7 +104,7 @@ KERNEL_NAME(const elem_t* __restrict__ x, elem_t* __restrict__ y)
 #pragma unroll
         for (int i = 0; i < ITEMS; ++i) {
             const int c = tx * VW + i * STEP;
-            if (live && c < KT_COLS) {
+            if (live && c < cols) {
                 Vec<elem_t, VW> v;
 #pragma unroll
                 for (int e = 0; e < VW; ++e) from_float(v.v[e], __expf(r[i][e] - m) * inv);
@@ -107,7 +115,7 @@ KERNEL_NAME(const elem_t* __restrict__ x, elem_t* __restrict__ y)
     }
 
     if (ONLINE) {
-        for (int c = tx * VW; live && c < KT_COLS; c += STEP) {
+        for (int c = tx * VW; live && c < cols; c += STEP) {
             const Vec<elem_t, VW> v = *reinterpret_cast<const Vec<elem_t, VW>*>(xr + c);
 #pragma unroll
             for (int e = 0; e < VW; ++e) {
@@ -122,13 +130,13 @@ KERNEL_NAME(const elem_t* __restrict__ x, elem_t* __restrict__ y)
         }
         row_merge(m, s, 2, part);
     } else {
-        for (int c = tx * VW; live && c < KT_COLS; c += STEP) {
+        for (int c = tx * VW; live && c < cols; c += STEP) {
             const Vec<elem_t, VW> v = *reinterpret_cast<const Vec<elem_t, VW>*>(xr + c);
 #pragma unroll
             for (int e = 0; e < VW; ++e) m = fmaxf(m, to_float(v.v[e]));
         }
         row_merge(m, s, 0, part);
-        for (int c = tx * VW; live && c < KT_COLS; c += STEP) {
+        for (int c = tx * VW; live && c < cols; c += STEP) {
             const Vec<elem_t, VW> v = *reinterpret_cast<const Vec<elem_t, VW>*>(xr + c);
 #pragma unroll
             for (int e = 0; e < VW; ++e) s += __expf(to_float(v.v[e]) - m);
@@ -136,7 +144,7 @@ KERNEL_NAME(const elem_t* __restrict__ x, elem_t* __restrict__ y)
         row_merge(m, s, 1, part);
     }
     const float inv = 1.0f / s;
-    for (int c = tx * VW; live && c < KT_COLS; c += STEP) {
+    for (int c = tx * VW; live && c < cols; c += STEP) {
         const Vec<elem_t, VW> v = *reinterpret_cast<const Vec<elem_t, VW>*>(xr + c);
         Vec<elem_t, VW> o;
 #pragma unroll
