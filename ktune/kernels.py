@@ -44,6 +44,7 @@ class _Pointer:
     name: str
     output: bool
     dims: tuple[str, ...]
+    dtype: str
 
 
 class EntryPoint:
@@ -57,7 +58,8 @@ class EntryPoint:
         self.derived: tuple[tuple[str, str], ...] = tuple((d[0], d[1]) for d in spec["derived"])
         self.defaults: dict[str, int] = dict(spec.get("defaults", {}))
         self.pointers = tuple(
-            _Pointer(p["name"], bool(p["output"]), tuple(p["dims"])) for p in spec["pointers"]
+            _Pointer(p["name"], bool(p["output"]), tuple(p["dims"]), p.get("dtype") or self.dtype)
+            for p in spec["pointers"]
         )
         self.manifest = spec
         self._function = function
@@ -114,16 +116,14 @@ class EntryPoint:
         return known
 
     def _derive(self, known: dict[str, int]) -> None:
-        from ktune.tuner.shipping.cexpr import CExprError, evaluate
+        from ktune.search_space.operators.expressions import int_expr
+        from ktune.search_space.operators.forms import OperatorError
 
         for name, expression in self.derived:
             try:
-                value = evaluate(expression, known)
-            except CExprError as exc:
+                known[name] = int_expr(expression).value(known)
+            except OperatorError as exc:
                 raise ValueError(f"{self.name}: cannot derive {name}: {exc}") from None
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise ValueError(f"{self.name}: {name} = {value!r} is not a size")
-            known[name] = value
             if known[name] <= 0:
                 raise ValueError(f"{self.name}: these sizes give {name} = {known[name]}")
 
@@ -142,8 +142,8 @@ class EntryPoint:
     ) -> Any:
         import numpy as np
 
-        dtype = np.dtype(_NUMPY_DTYPES[self.dtype])
         for pointer, array in zip(inputs, arrays):
+            dtype = np.dtype(_NUMPY_DTYPES[pointer.dtype])
             if not isinstance(array, np.ndarray) or array.dtype != dtype:
                 got = getattr(array, "dtype", type(array).__name__)
                 raise ValueError(
@@ -157,6 +157,7 @@ class EntryPoint:
             raise ValueError(f"{self.name}: pass out= (a tuple of {len(outputs)} arrays)")
         results = list(out) if isinstance(out, (tuple, list)) else [out]
         for i, pointer in enumerate(outputs):
+            dtype = np.dtype(_NUMPY_DTYPES[pointer.dtype])
             expected = self._expected(pointer, known)
             if results[i] is None:
                 results[i] = np.empty(expected, dtype=dtype)
@@ -198,13 +199,13 @@ class EntryPoint:
         by_name = {}
         for pointer, array in pairs:
             face = _interface(self.name, pointer.name, array)
-            if face["typestr"] != _TYPESTR[self.dtype]:
+            if face["typestr"] != _TYPESTR[pointer.dtype]:
                 raise ValueError(
-                    f"{self.name}: {pointer.name} is {face['typestr']}, not {self.dtype}"
+                    f"{self.name}: {pointer.name} is {face['typestr']}, not {pointer.dtype}"
                 )
             if tuple(face["shape"]) != self._expected(pointer, known):
                 raise ValueError(f"{self.name}: {pointer.name} has shape {tuple(face['shape'])}")
-            if face.get("strides") is not None and not _c_contiguous(face, self.dtype):
+            if face.get("strides") is not None and not _c_contiguous(face, pointer.dtype):
                 raise ValueError(f"{self.name}: {pointer.name} must be C-contiguous")
             by_name[pointer.name] = int(face["data"][0])
         code = self._function(

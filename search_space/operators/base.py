@@ -295,6 +295,12 @@ class ShapedOperator(WorkloadForm):
     results are checked with."""
 
     summary: ClassVar[str] = ""
+    #: the C entry point of a shipped kernel: its size arguments and data pointers
+    entry: ClassVar[EntryAbi]
+
+    def entry_for(self, layout: str) -> EntryAbi:
+        """The entry point of the kernels of ``layout`` (its arrays' shapes may differ)."""
+        return self.entry
 
     def np_dtype(self, workload: Workload) -> type[np.floating[Any]]:
         return _DTYPES[workload.dtype]

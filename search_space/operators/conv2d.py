@@ -21,7 +21,6 @@ from ktune.search_space.operators.base import (
     template,
 )
 from ktune.search_space.operators.conv_problem import ConvProblem, ConvShape
-from ktune.search_space.operators.entry import EntryAbi, Pointer
 from ktune.search_space.operators.forms import Conv2dForm
 from ktune.search_space.operators.matmul import (
     INT_LIMIT,
@@ -50,14 +49,6 @@ _SIZES = ("N", "C", "H", "W", "K", "R", "S", "SH", "SW", "PH", "PW", "DH", "DW")
 
 class Conv2d(Conv2dForm, ConvProblem, Operator):
     summary = "2-D convolution, NCHW or NHWC, stride/padding/dilation; implicit GEMM"
-    entry = EntryAbi(
-        _SIZES,
-        (Pointer("x"), Pointer("w"), Pointer("y", output=True)),
-        (
-            ("P", "(H + 2 * PH - DH * (R - 1) - 1) // SH + 1"),
-            ("Q", "(W + 2 * PW - DW * (S - 1) - 1) // SW + 1"),
-        ),
-    )
     #: scalar loads only: a config is correct at every shape
     requirements = ()
     admits = (

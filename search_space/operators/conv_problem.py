@@ -14,15 +14,48 @@ from typing import Any
 import numpy as np
 
 from ktune.search_space.operators.base import Arguments, OperatorError, ShapedOperator
+from ktune.search_space.operators.entry import EntryAbi, Pointer
 from ktune.search_space.operators.forms import ConvForm, ConvShape
 from ktune.search_space.workload import Workload
 
-__all__ = ["ConvProblem", "ConvShape"]
+__all__ = ["CONV_ENTRY", "ConvProblem", "ConvShape"]
+
+#: a convolution's entry point (NCHW, weights KCRS); NHWC's arrays are permuted
+CONV_ENTRY = EntryAbi(
+    ("N", "C", "H", "W", "K", "R", "S", "SH", "SW", "PH", "PW", "DH", "DW"),
+    (
+        Pointer("x", dims=("N", "C", "H", "W")),
+        Pointer("w", dims=("K", "C", "R", "S")),
+        Pointer("y", output=True, dims=("N", "K", "P", "Q")),
+    ),
+    (
+        ("P", "(H + 2 * PH - DH * (R - 1) - 1) // SH + 1"),
+        ("Q", "(W + 2 * PW - DW * (S - 1) - 1) // SW + 1"),
+    ),
+    nonnegative=("PH", "PW"),
+    defaults=(("SH", 1), ("SW", 1), ("PH", 0), ("PW", 0), ("DH", 1), ("DW", 1)),
+)
+_NHWC_ENTRY = EntryAbi(
+    CONV_ENTRY.sizes,
+    (
+        Pointer("x", dims=("N", "H", "W", "C")),
+        Pointer("w", dims=("K", "R", "S", "C")),
+        Pointer("y", output=True, dims=("N", "P", "Q", "K")),
+    ),
+    CONV_ENTRY.derived,
+    CONV_ENTRY.nonnegative,
+    CONV_ENTRY.defaults,
+)
 
 
 class ConvProblem(ConvForm, ShapedOperator):
     """A convolution's workloads (:class:`~ktune.search_space.operators.forms.ConvForm`) and
     data; ``layouts`` says which of NCHW and NHWC the kernel takes."""
+
+    entry = CONV_ENTRY
+
+    def entry_for(self, layout: str) -> EntryAbi:
+        return _NHWC_ENTRY if layout.startswith("NHWC") else CONV_ENTRY
 
     def conv_shape(self, workload: Workload) -> tuple[ConvShape, bool]:
         self.check(workload)

@@ -17,12 +17,14 @@ __all__ = ["EntryAbi", "Pointer"]
 
 @dataclass(frozen=True)
 class Pointer:
-    """A data argument of an entry point: its name, whether the kernel writes it, and its
-    shape in the entry's size names (C order), e.g. ``("M", "K")``."""
+    """A data argument of an entry point: its name, whether the kernel writes it, its shape
+    in the entry's size names (C order), e.g. ``("M", "K")``, and its dtype when it is not the
+    entry's (a reduction of fp16 into float32)."""
 
     name: str
     output: bool = False
     dims: tuple[str, ...] = ()
+    dtype: str = ""
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ __all__ = ["C_HELPERS", "IntExpr", "int_expr"]
 #: C definitions :meth:`IntExpr.c` output relies on (static inline, so every unit may hold them)
 C_HELPERS = """\
 static inline int64_t kt_floordiv(int64_t a, int64_t b) {
+    if (b == 0) return 0; /* never reached on checked sizes: no division trap either way */
     const int64_t q = a / b;
     return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }

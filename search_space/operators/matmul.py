@@ -98,7 +98,14 @@ _MMA_CONSTRAINTS = [
 
 class Matmul(MatmulForm, GemmProblem, Operator):
     summary = "C = A @ B, row-major; fp32 SIMT (split-K) or fp16 tensor cores (mma.sync)"
-    entry = EntryAbi(("M", "N", "K"), (Pointer("A"), Pointer("B"), Pointer("C", output=True)))
+    entry = EntryAbi(
+        ("M", "N", "K"),
+        (
+            Pointer("A", dims=("M", "K")),
+            Pointer("B", dims=("K", "N")),
+            Pointer("C", output=True, dims=("M", "N")),
+        ),
+    )
     requirements = (_ALIGNED,)
     admits = INT_SIZES
 

@@ -58,7 +58,13 @@ _CONSTRAINTS = [
 
 class Reduction(ReductionForm, Operator):
     summary = "sum or max over the last axis (layout names it); shuffles or a shared-memory tree"
-    entry = EntryAbi(("ROWS", "COLS"), (Pointer("x"), Pointer("out", output=True)))
+    entry = EntryAbi(
+        ("ROWS", "COLS"),
+        (
+            Pointer("x", dims=("ROWS", "COLS")),
+            Pointer("out", output=True, dims=("ROWS",), dtype="float32"),
+        ),
+    )
     requirements = (_ALIGNED,)
     admits = (f"1 <= ROWS <= {INT_LIMIT}", f"1 <= COLS <= {INT_LIMIT}")
 

@@ -55,7 +55,10 @@ _CONSTRAINTS = [
 
 class Softmax(SoftmaxForm, Operator):
     summary = "row-wise softmax; online or two-pass, row cached in registers or not"
-    entry = EntryAbi(("ROWS", "COLS"), (Pointer("x"), Pointer("y", output=True)))
+    entry = EntryAbi(
+        ("ROWS", "COLS"),
+        (Pointer("x", dims=("ROWS", "COLS")), Pointer("y", output=True, dims=("ROWS", "COLS"))),
+    )
     requirements = (_ALIGNED,)
     admits = (f"1 <= ROWS <= {INT_LIMIT}", f"1 <= COLS <= {INT_LIMIT}")
 

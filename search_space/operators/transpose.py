@@ -51,7 +51,10 @@ _CONSTRAINTS = [
 
 class Transpose(TransposeForm, Operator):
     summary = "2-D transpose through padded shared-memory tiles, vector loads and stores"
-    entry = EntryAbi(("ROWS", "COLS"), (Pointer("x"), Pointer("y", output=True)))
+    entry = EntryAbi(
+        ("ROWS", "COLS"),
+        (Pointer("x", dims=("ROWS", "COLS")), Pointer("y", output=True, dims=("COLS", "ROWS"))),
+    )
     requirements = ("COLS % vector_width == 0 and ROWS % vector_width == 0",)
     admits = (f"1 <= ROWS <= {INT_LIMIT}", f"1 <= COLS <= {INT_LIMIT}")
 

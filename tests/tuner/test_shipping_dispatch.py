@@ -1,17 +1,14 @@
-"""The build's C dispatch and its constraint translator, compiled with the system compiler."""
+"""The build's C dispatch, compiled with the system compiler."""
 
 from __future__ import annotations
 
-import itertools
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from ktune.search_space.constraints import parse_constraint
 from ktune.search_space.operators.entry import EntryAbi, Pointer
-from ktune.tuner.shipping.cexpr import C_HELPERS, CExprError, evaluate, to_c
 from ktune.tuner.shipping.dispatch import Entry, VariantFn, dispatch_source, prototype
 from ktune.tuner.shipping.package import header_text
 
@@ -91,57 +88,3 @@ int main(int argc, char **argv) {
         [str(v) for s in shapes for v in s],
     ).split("\n")
     assert printed[:7] == ["0 0", "0 1", "0 2", "0 2", "0 1", "0 0", "-1 -1"]
-
-
-EXPRESSIONS = [
-    "K % vector_width == 0 and N % vector_width == 0",
-    "M // tile - 1 >= 0",
-    "(M - 7) // 3 == (M - 7) // 3 and (M - 7) % 3 >= 0 and (5 - M) % 4 == 2",
-    "-M // 4 < -2",
-    "1 <= M < N <= 64",
-    "M in [1, 3, 5, 7] or N not in (2, 4)",
-    "min(M, N, 6) + max([K, 2]) + abs(3 - M) > 9",
-    "(M if K > 3 else N) % 2 == 1",
-    "M / N > 0.5",
-    "not (M * N > 20)",
-    "kind == 'fast' and M > 2 or kind != 'fast' and N > 2",
-    "M % zero == 0",
-    "tile ** 2 <= M * N",
-]
-
-
-def test_translated_requirements_agree_with_the_constraint_language(tmp_path: Path) -> None:
-    config = {"vector_width": 4, "tile": 3, "kind": "fast", "zero": 0}
-    names = ("M", "N", "K")
-    body = "".join(
-        f'    printf("%d", (int)({to_c(e, names, config)}) && !kt_zero_division);\n'
-        "    kt_zero_division = 0;\n"
-        for e in EXPRESSIONS
-    )
-    program = (
-        "#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
-        + C_HELPERS
-        + "int main(int argc, char **argv) {\n"
-        "    for (int i = 1; i + 2 < argc; i += 3) {\n"
-        "        int64_t M = atoll(argv[i]), N = atoll(argv[i + 1]), K = atoll(argv[i + 2]);\n"
-        + body
-        + '    puts("");\n    }\n    return 0;\n}\n'
-    )
-    grid = list(itertools.product([1, 2, 3, 7, 8, 12, 64], [1, 2, 4, 9, 64], [1, 4, 6]))
-    printed = _run_c(tmp_path, {"t.c": program}, [str(v) for s in grid for v in s]).split()
-    for (m, n, k), line in zip(grid, printed):
-        values = {**config, "M": m, "N": n, "K": k}
-        expected = "".join(str(int(parse_constraint(e, values).holds(values))) for e in EXPRESSIONS)
-        assert line == expected, (m, n, k)
-
-
-def test_what_c_cannot_check_is_refused_by_name() -> None:
-    with pytest.raises(CExprError, match="neither a knob nor a size"):
-        to_c("cores > 2", ("M",), {})
-    with pytest.raises(CExprError, match="not part of the constraint language"):
-        to_c("M.real > 0", ("M",), {})
-    with pytest.raises(CExprError, match="Pow on a size"):
-        to_c("M ** 2 > 4", ("M",), {})
-    with pytest.raises(CExprError, match="cannot be compared with a size"):
-        to_c("M == kind", ("M",), {"kind": "fast"})
-    assert evaluate("(H + 2 * PH - 3) // SH + 1", {"H": 7, "PH": 1, "SH": 2}) == 4

@@ -259,7 +259,13 @@ def _manifest(
                 "nonnegative": list(abi.nonnegative),
                 "defaults": dict(abi.defaults),
                 "pointers": [
-                    {"name": p.name, "output": p.output, "dims": list(p.dims)} for p in abi.pointers
+                    {
+                        "name": p.name,
+                        "output": p.output,
+                        "dims": list(p.dims),
+                        "dtype": p.dtype or plan.dtype,
+                    }
+                    for p in abi.pointers
                 ],
                 "requirements": list(plan.requirements),
                 "default_variant": plan.default,

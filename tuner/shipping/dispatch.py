@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ktune.search_space.operators.entry import EntryAbi
+from ktune.search_space.operators.expressions import C_HELPERS, int_expr
 from ktune.search_space.parameters import Config
-from ktune.tuner.shipping.cexpr import C_HELPERS, to_c
 
 __all__ = ["INVALID_ARGUMENT", "Entry", "VariantFn", "dispatch_source", "prototype"]
 
@@ -59,7 +59,8 @@ def prototype(entry: Entry, name: str | None = None) -> str:
 
 
 def _conjunction(expressions: Sequence[str], names: Sequence[str], config: Config) -> str:
-    terms = [to_c(e, names, config) for e in expressions]
+    """The expressions as one C condition over ``names``, ``config``'s knobs folded in."""
+    terms = [f"({int_expr(e).c(config, set(names))} != 0)" for e in expressions]
     return " && ".join(terms) if terms else "1"
 
 
@@ -67,16 +68,19 @@ def _entry_code(entry: Entry) -> str:
     abi, name = entry.abi, entry.name
     names = [*abi.sizes, *(d for d, _ in abi.derived)]
     rank = len(abi.sizes)
-    unpack = "".join(f"    const int64_t {s} = s[{i}];\n" for i, s in enumerate(abi.sizes))
-    unpack += "".join(
-        f"    const int64_t {d} = {to_c(expr, names, {})};\n" for d, expr in abi.derived
+    sizes_only = "".join(f"    const int64_t {s} = s[{i}];\n" for i, s in enumerate(abi.sizes))
+    unpack = sizes_only + "".join(
+        f"    const int64_t {d} = {int_expr(expr).c({}, set(names))};\n" for d, expr in abi.derived
     )
     unused = "".join(f"    (void){n};\n" for n in names)
+    unused_sizes = "".join(f"    (void){n};\n" for n in abi.sizes)
     cases = "".join(
-        f"    case {i}: ok = {_conjunction(v.requirements, names, v.config)}; break;\n"
+        f"    case {i}: return {_conjunction(v.requirements, names, v.config)};\n"
         for i, v in enumerate(entry.variants)
     )
-    domain = _conjunction(abi.valid_sizes(), names, {})
+    checks = abi.valid_sizes()
+    sizes_domain = _conjunction(checks[: len(abi.sizes)], abi.sizes, {})
+    derived_domain = _conjunction(checks[len(abi.sizes) :], names, {})
     shapes = ", ".join(
         "{" + ", ".join(f"INT64_C({v})" for v in sizes) + "}" for sizes, _ in entry.tuned
     )
@@ -86,11 +90,12 @@ def _entry_code(entry: Entry) -> str:
         f"/* {name}: {len(entry.variants)} variants, {count} tuned shapes */",
         f"static int {name}_valid(int variant, const int64_t *s)",
         "{",
-        unpack + unused + "    int ok;\n    kt_zero_division = 0;\n    switch (variant) {",
-        cases + "    default: ok = 0;\n    }\n    return ok && !kt_zero_division;\n}\n",
+        unpack + unused + "    switch (variant) {",
+        cases + "    default: return 0;\n    }\n}\n",
         (
-            f"static int {name}_domain(const int64_t *s)\n{{\n{unpack}{unused}"
-            f"    kt_zero_division = 0;\n    return ({domain}) && !kt_zero_division;\n}}\n"
+            f"static int {name}_domain(const int64_t *s)\n{{\n{sizes_only}{unused_sizes}"
+            f"    if (!({sizes_domain}))\n        return 0;\n    {{\n{unpack}{unused}"
+            f"    return {derived_domain};\n    }}\n}}\n"
         ),
     ]
     if count:

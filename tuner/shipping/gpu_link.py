@@ -9,6 +9,7 @@ program links with.
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -29,14 +30,16 @@ def device_archs(spec: Mapping[str, Any] | None) -> tuple[str, ...]:
 
 
 def cuda_library_dir(nvcc: str | None = None) -> Path | None:
-    """The CUDA toolkit's library folder (holding ``libcudart``) next to ``nvcc``."""
+    """The CUDA toolkit's library folder (holding ``libcudart``): next to ``nvcc``, else under
+    ``$CUDA_HOME``, ``$CUDA_PATH`` or ``/usr/local/cuda``."""
     found = nvcc or shutil.which("nvcc")
-    if not found:
-        return None
-    root = Path(found).resolve().parent.parent
-    for candidate in (root / "lib64", root / "lib", root / "targets" / "x86_64-linux" / "lib"):
-        if any(candidate.glob("libcudart.so*")):
-            return candidate
+    roots = [Path(found).resolve().parent.parent] if found else []
+    roots += [Path(os.environ[v]) for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
+    roots.append(Path("/usr/local/cuda"))
+    for root in roots:
+        for candidate in (root / "lib64", root / "lib", root / "targets" / "x86_64-linux" / "lib"):
+            if any(candidate.glob("libcudart.so*")):
+                return candidate
     return None
 
 

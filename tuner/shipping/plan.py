@@ -81,7 +81,7 @@ class EntryPlan:
 
     @property
     def abi(self) -> EntryAbi:
-        abi: EntryAbi = self.operator.entry
+        abi: EntryAbi = self.operator.entry_for(self.layout)
         return abi
 
     @property

@@ -18,7 +18,6 @@ from ktune.search_space.operators.cpu.base import (
     CSource,
     c_template,
 )
-from ktune.search_space.operators.entry import EntryAbi, Pointer
 from ktune.search_space.operators.forms import CpuConv2dForm
 from ktune.search_space.parameters import Config, Parameter
 from ktune.search_space.space import SearchSpace
@@ -52,20 +51,6 @@ class CpuConv2d(CpuConv2dForm, ConvProblem, CpuOperator):
     summary = (
         "direct 2-D convolution in C, NCHW: channel, row and column blocks, a register block, "
         "OpenMP threads"
-    )
-    entry = EntryAbi(
-        ("N", "C", "H", "W", "K", "R", "S", "SH", "SW", "PH", "PW", "DH", "DW"),
-        (
-            Pointer("x", dims=("N", "C", "H", "W")),
-            Pointer("w", dims=("K", "C", "R", "S")),
-            Pointer("y", output=True, dims=("N", "K", "P", "Q")),
-        ),
-        (
-            ("P", "(H + 2 * PH - DH * (R - 1) - 1) // SH + 1"),
-            ("Q", "(W + 2 * PW - DW * (S - 1) - 1) // SW + 1"),
-        ),
-        nonnegative=("PH", "PW"),
-        defaults=(("SH", 1), ("SW", 1), ("PH", 0), ("PW", 0), ("DH", 1), ("DW", 1)),
     )
 
     def space(self, workload: Workload, limits: CpuLimits) -> SearchSpace:
