@@ -62,6 +62,9 @@ class EntryPoint:
             for p in spec["pointers"]
         )
         self.manifest = spec
+        self._inputs = tuple(p for p in self.pointers if not p.output)
+        self._outputs = tuple(p for p in self.pointers if p.output)
+        self._size_names = frozenset(self.sizes)
         self._function = function
         function.restype = ctypes.c_int
         head = [ctypes.c_void_p] if self.gpu else []
@@ -74,12 +77,11 @@ class EntryPoint:
         return f"<ktune kernel {self.name}({args}) {'GPU' if self.gpu else 'CPU'}>"
 
     def __call__(self, *arrays: Any, out: Any = None, stream: Any = 0, **sizes: int) -> Any:
-        inputs = [p for p in self.pointers if not p.output]
-        outputs = [p for p in self.pointers if p.output]
+        inputs, outputs = self._inputs, self._outputs
         if len(arrays) != len(inputs):
             names = ", ".join(p.name for p in inputs)
             raise ValueError(f"{self.name} takes {len(inputs)} arrays ({names}), got {len(arrays)}")
-        unknown = set(sizes) - set(self.sizes)
+        unknown = sizes.keys() - self._size_names if sizes else ()
         if unknown:
             raise ValueError(f"{self.name}: no size named {', '.join(sorted(unknown))}")
         known = self._sizes(zip(inputs, arrays), sizes)
@@ -93,6 +95,7 @@ class EntryPoint:
         self, pairs: Iterator[tuple[_Pointer, Any]], given: Mapping[str, int]
     ) -> dict[str, int]:
         known: dict[str, int] = {k: _positive_int(self.name, k, v) for k, v in given.items()}
+        sizes = self._size_names
         for pointer, array in pairs:
             shape = _shape_of(array)
             if len(shape) != len(pointer.dims):
@@ -101,7 +104,7 @@ class EntryPoint:
                     f"({' x '.join(pointer.dims)}), got shape {shape}"
                 )
             for dim, extent in zip(pointer.dims, shape):
-                if dim in self.sizes:
+                if dim in sizes:
                     if known.setdefault(dim, extent) != extent:
                         raise ValueError(
                             f"{self.name}: {pointer.name} has {dim} = {extent}, but {dim} = "
@@ -109,10 +112,11 @@ class EntryPoint:
                         )
         for name, value in self.defaults.items():
             known.setdefault(name, value)
-        missing = [s for s in self.sizes if s not in known]
-        if missing:
+        if len(known) < len(sizes):
+            missing = [s for s in self.sizes if s not in known]
             raise ValueError(f"{self.name}: give {', '.join(missing)} (not in any array's shape)")
-        self._derive(known)
+        if self.derived:
+            self._derive(known)
         return known
 
     def _derive(self, known: dict[str, int]) -> None:
@@ -225,12 +229,12 @@ def _positive_int(entry: str, name: str, value: Any) -> int:
 
 
 def _shape_of(array: Any) -> tuple[int, ...]:
-    face = getattr(array, "__cuda_array_interface__", None)
-    if face is not None:
-        return tuple(int(d) for d in face["shape"])
     shape = getattr(array, "shape", None)
     if shape is None:
-        raise ValueError(f"expected an array, got {type(array).__name__}")
+        face = getattr(array, "__cuda_array_interface__", None)
+        if face is None:
+            raise ValueError(f"expected an array, got {type(array).__name__}")
+        shape = face["shape"]
     return tuple(int(d) for d in shape)
 
 
