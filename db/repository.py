@@ -256,20 +256,7 @@ class TuningLog:
     def create_job(self, spec: JobSpec, state: str = "queued") -> JobRecord:
         check_state(state)
         now = utcnow()
-        values = {
-            "workload_id": spec.workload_id,
-            "device_id": spec.device_id,
-            "backend": spec.backend,
-            "strategy": spec.strategy,
-            "seed": spec.seed,
-            "batch_size": spec.batch_size,
-            "budget_trials": spec.budget_trials,
-            "budget_seconds": spec.budget_seconds,
-            "target_ms": spec.target_ms,
-            "options": dict(spec.options),
-            "state": state,
-            "created_at": now,
-        }
+        values = {**_job_values(spec), "state": state, "created_at": now}
         if state == "running":
             values.update(started_at=now, heartbeat_at=now)
         elif state in FINAL_STATES:
@@ -438,16 +425,7 @@ class TuningLog:
             return earlier, False
         now = utcnow()
         values = {
-            "workload_id": spec.workload_id,
-            "device_id": spec.device_id,
-            "backend": spec.backend,
-            "strategy": spec.strategy,
-            "seed": spec.seed,
-            "batch_size": spec.batch_size,
-            "budget_trials": spec.budget_trials,
-            "budget_seconds": spec.budget_seconds,
-            "target_ms": spec.target_ms,
-            "options": dict(spec.options),
+            **_job_values(spec),
             "state": "done",
             "import_digest": digest,
             "created_at": now,
@@ -724,6 +702,22 @@ class TuningLog:
 
 
 # -- the steps of add_trials (module functions, so a test can make one of them fail) ------
+
+
+def _job_values(spec: JobSpec) -> dict[str, Any]:
+    """The columns of a new job row that its spec gives."""
+    return {
+        "workload_id": spec.workload_id,
+        "device_id": spec.device_id,
+        "backend": spec.backend,
+        "strategy": spec.strategy,
+        "seed": spec.seed,
+        "batch_size": spec.batch_size,
+        "budget_trials": spec.budget_trials,
+        "budget_seconds": spec.budget_seconds,
+        "target_ms": spec.target_ms,
+        "options": dict(spec.options),
+    }
 
 
 def _insert_trials(conn: Connection, rows: list[dict[str, Any]]) -> list[int]:

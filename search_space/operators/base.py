@@ -302,6 +302,11 @@ class ShapedOperator(WorkloadForm):
         """The entry point of the kernels of ``layout`` (its arrays' shapes may differ)."""
         return self.entry
 
+    def entry_sizes(self, workload: Workload) -> tuple[int, ...]:
+        """The values of the entry point's sizes for ``workload``, in order (its shape)."""
+        self.check(workload)
+        return tuple(workload.shape)
+
     def np_dtype(self, workload: Workload) -> type[np.floating[Any]]:
         return _DTYPES[workload.dtype]
 
@@ -387,10 +392,6 @@ class Operator(ShapedOperator, ABC):
     def geometry(self, workload: Workload) -> Geometry:
         """The launch of any config of ``workload``'s dtype and layout, as expressions."""
         raise NotImplementedError(f"{self.name} gives its launch directly")
-
-    def entry_sizes(self, workload: Workload) -> tuple[int, ...]:
-        """The values of ``entry.sizes`` for ``workload``, in order."""
-        raise NotImplementedError(f"{self.name} has no entry point")
 
     def default_config(self, workload: Workload) -> Config:
         """A config whose requirements hold at every admitted shape (the dispatch's fallback)."""

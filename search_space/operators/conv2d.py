@@ -59,10 +59,6 @@ class Conv2d(Conv2dForm, ConvProblem, Operator):
         f"N * P * Q <= {INT_LIMIT} and C * R * S <= {INT_LIMIT}",
     )
 
-    def entry_sizes(self, workload: Workload) -> tuple[int, ...]:
-        cs, _ = self.conv_shape(workload)
-        return (cs.n, cs.c, cs.h, cs.w, cs.k, cs.r, cs.s, cs.sh, cs.sw, cs.ph, cs.pw, cs.dh, cs.dw)
-
     def default_config(self, workload: Workload) -> Config:
         self.conv_shape(workload)
         return {

@@ -57,6 +57,11 @@ class ConvProblem(ConvForm, ShapedOperator):
     def entry_for(self, layout: str) -> EntryAbi:
         return _NHWC_ENTRY if layout.startswith("NHWC") else CONV_ENTRY
 
+    def entry_sizes(self, workload: Workload) -> tuple[int, ...]:
+        """The 13 numbers, the padding from the layout."""
+        cs, _ = self.conv_shape(workload)
+        return (cs.n, cs.c, cs.h, cs.w, cs.k, cs.r, cs.s, cs.sh, cs.sw, cs.ph, cs.pw, cs.dh, cs.dw)
+
     def conv_shape(self, workload: Workload) -> tuple[ConvShape, bool]:
         self.check(workload)
         base, _, pad = workload.layout.partition("_pad")

@@ -109,10 +109,6 @@ class Matmul(MatmulForm, GemmProblem, Operator):
     requirements = (_ALIGNED,)
     admits = INT_SIZES
 
-    def entry_sizes(self, workload: Workload) -> tuple[int, ...]:
-        self.check(workload)
-        return tuple(workload.shape)
-
     def default_config(self, workload: Workload) -> Config:
         """Vector width 1 (any K and N), no split-K; middling tiles."""
         self.check(workload)

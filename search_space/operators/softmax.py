@@ -62,10 +62,6 @@ class Softmax(SoftmaxForm, Operator):
     requirements = (_ALIGNED,)
     admits = (f"1 <= ROWS <= {INT_LIMIT}", f"1 <= COLS <= {INT_LIMIT}")
 
-    def entry_sizes(self, workload: Workload) -> tuple[int, ...]:
-        self.check(workload)
-        return tuple(workload.shape)
-
     def default_config(self, workload: Workload) -> Config:
         self.check(workload)
         return {

@@ -58,10 +58,6 @@ class Transpose(TransposeForm, Operator):
     requirements = ("COLS % vector_width == 0 and ROWS % vector_width == 0",)
     admits = (f"1 <= ROWS <= {INT_LIMIT}", f"1 <= COLS <= {INT_LIMIT}")
 
-    def entry_sizes(self, workload: Workload) -> tuple[int, ...]:
-        self.check(workload)
-        return tuple(workload.shape)
-
     def default_config(self, workload: Workload) -> Config:
         self.check(workload)
         return {

@@ -107,10 +107,6 @@ class CpuOperator(ShapedOperator, ABC):
         or, with ``specialise``, compiled in as ``workload``'s (the arguments are then ignored)."""
 
     @abstractmethod
-    def entry_sizes(self, workload: Workload) -> tuple[int, ...]:
-        """The values of the entry point's size arguments for ``workload``."""
-
-    @abstractmethod
     def default_config(self, workload: Workload) -> Config:
         """A config that computes every shape of ``workload``'s dtype and layout, good enough
         where nothing tuned applies (the shipped dispatch's last resort)."""

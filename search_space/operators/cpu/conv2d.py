@@ -88,10 +88,6 @@ class CpuConv2d(CpuConv2dForm, ConvProblem, CpuOperator):
         defines |= {"REAL": C_TYPES[workload.dtype], "KERNEL_NAME": "ktune_conv2d"}
         return CSource("ktune_conv2d", c_template("conv2d.c"), defines)
 
-    def entry_sizes(self, workload: Workload) -> tuple[int, ...]:
-        cs, _ = self.conv_shape(workload)
-        return (cs.n, cs.c, cs.h, cs.w, cs.k, cs.r, cs.s, cs.sh, cs.sw, cs.ph, cs.pw, cs.dh, cs.dw)
-
     def default_config(self, workload: Workload) -> Config:
         """Small blocks, a 4x8 register block, one thread: computes every convolution."""
         return {

@@ -89,10 +89,6 @@ class CpuMatmul(CpuMatmulForm, GemmProblem, CpuOperator):
         defines |= {"REAL": C_TYPES[workload.dtype], "KERNEL_NAME": "ktune_matmul"}
         return CSource("ktune_matmul", c_template("matmul.c"), defines)
 
-    def entry_sizes(self, workload: Workload) -> tuple[int, ...]:
-        self.check(workload)
-        return tuple(workload.shape)
-
     def default_config(self, workload: Workload) -> Config:
         """Moderate cache tiles, a 4x8 register block, one thread: no constraint of a space
         depends on it being valid, and it is never far off at small and middling sizes."""
