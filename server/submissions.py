@@ -13,6 +13,8 @@ runner reads through too.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ktune.db import JobRecord, TuningLog
 from ktune.search_space import operators
 from ktune.search_space.formats import FormatError
@@ -71,11 +73,12 @@ def build_request(
         )
     except BudgetError as exc:
         raise FieldError(("budget",), str(exc)) from None
-    source = (
-        _replayed(body, catalog)
-        if body.space is not None
-        else _operator(body, catalog, ray_address)
-    )
+    if body.kernel is not None:
+        source = _kernel(body, catalog, ray_address)
+    elif body.space is not None:
+        source = _replayed(body, catalog)
+    else:
+        source = _operator(body, catalog, ray_address)
     try:
         return JobRequest(source, body.strategy, budget, seed=body.seed, batch_size=body.batch_size)
     except StrategyError as exc:
@@ -167,6 +170,39 @@ def _operator(body: JobCreate, catalog: RecordingCatalog, ray_address: str | Non
         return open_source(options, environment(catalog))
     except ValueError as exc:  # a constraint that does not parse, or leaves no config (SourceError)
         raise FieldError(("constraints",), str(exc)) from None
+
+
+def _kernel(body: JobCreate, catalog: RecordingCatalog, ray_address: str | None) -> Source:
+    """A user's kernel: the spec is read and its space built here (for the server's CPU, or
+    the Ray cluster's GPU), but nothing of the kernel is compiled or run: the job is stored,
+    its spec and source in its options, for a runner whose backend matches."""
+    assert body.kernel is not None
+    request = SourceRequest(
+        document=body.kernel.spec,
+        kernel_source=body.kernel.source,
+        constraints=tuple(body.constraints),
+    )
+    try:
+        options = request_options(request)
+    except ValueError as exc:  # the spec (a FormatError), or its language
+        raise FieldError(("kernel", "spec"), str(exc)) from None
+    if options.backend != "cpu":
+        if ray_address is None:
+            raise FieldError(
+                ("kernel", "spec"),
+                "this server measures no GPUs: CUDA kernels run on a Ray cluster (start the "
+                "server with KTUNE_RAY_ADDRESS); C kernels (Language C) run on the runners' CPUs",
+            )
+        placement = RayPlacement(ray_address, body.gpu_workers, body.gpu_type)
+        options = request_options(replace(request, ray=placement))
+    elif [name for name in ("gpu_type", "gpu_workers") if name in body.model_fields_set]:
+        raise FieldError(
+            ("gpu_type",), "a C kernel runs on a CPU: gpu_type and gpu_workers go with CUDA"
+        )
+    try:
+        return open_source(options, environment(catalog))
+    except ValueError as exc:  # the spec's arguments, or constraints that leave no config
+        raise FieldError(("kernel", "spec"), str(exc)) from None
 
 
 def submit(

@@ -8,6 +8,8 @@ __all__ = [
     "MAX_BATCH",
     "MAX_CONCURRENCY",
     "MAX_JOB_ID",
+    "MAX_KERNEL_SOURCE_BYTES",
+    "MAX_KERNEL_SPEC_BYTES",
     "MAX_LEASE_S",
     "MAX_POLL_S",
     "MAX_RAY_WORKERS",
@@ -29,3 +31,7 @@ MAX_RAY_WORKERS = 1024  # GPUs of a Ray cluster one job measures on at once
 # a replay_speed of 0.001 held a runner's slot for half an hour per measurement, deaf to cancel.
 MIN_REPLAY_SPEED = 1.0
 MAX_REPLAY_SPEED = 1e6
+# A user's kernel travels with its job (the job's options, a REST body): its source and its
+# T1 spec are bounded, in UTF-8 bytes.
+MAX_KERNEL_SOURCE_BYTES = 256 * 1024
+MAX_KERNEL_SPEC_BYTES = 64 * 1024

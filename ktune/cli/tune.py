@@ -202,7 +202,13 @@ def tune(
     ] = 1,
     spec: Annotated[
         Path | None,
-        typer.Option("--spec", help="T1 spec whose constraints define the space to search."),
+        typer.Option(
+            "--spec",
+            help=(
+                "T1 spec: alone, your own kernel (its KernelFile; Language C on this CPU, CUDA "
+                "on the GPU); with --replay, the space to search."
+            ),
+        ),
     ] = None,
     constraint: Annotated[
         list[str] | None,
@@ -236,8 +242,12 @@ def tune(
     db: DbOption = None,
 ) -> None:
     """Tune a recorded space (--replay), an operator on this GPU or CPU (--op), or resume a job."""
-    if sum(x is not None for x in (replay, op, resume)) + demo != 1:
-        raise CliError("give exactly one of --replay FILE, --op OPERATOR, --demo or --resume JOB")
+    own_kernel = spec is not None and replay is None and op is None and resume is None and not demo
+    if sum(x is not None for x in (replay, op, resume)) + demo + own_kernel != 1:
+        raise CliError(
+            "give exactly one of --replay FILE, --op OPERATOR, --spec T1.json (your own "
+            "kernel), --demo or --resume JOB"
+        )
     check_range("--resume", resume, 1, MAX_JOB_ID)
     check_range("--budget", budget, 1, MAX_TRIALS)
     check_range("--patience", patience, 1, MAX_TRIALS)
@@ -306,7 +316,7 @@ def tune(
                 f"{op} runs on this machine's CPU: --ray, --spec and --device are for GPU kernels"
             )
         if spec is not None and kind not in (SourceKind.REPLAY, SourceKind.CUSTOM):
-            raise CliError("--spec goes with --replay or --op custom")
+            raise CliError("--spec goes with --replay, --op custom or alone (your own kernel)")
         placement = _placement(ray, ray_workers, gpu_type)
         if placement is not None:
             request = replace(request, ray=placement)

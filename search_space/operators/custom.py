@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ktune.search_space.formats import FormatError, load_t1
+from ktune.search_space.formats import FormatError, T1Spec, load_t1
 from ktune.search_space.operators.base import (
     Arguments,
     DeviceLimits,
@@ -34,12 +34,15 @@ from ktune.search_space.operators.base import (
     ceil_div,
 )
 from ktune.search_space.parameters import Config, Parameter, Value
+from ktune.search_space.predicates import Predicate, keep_where
 from ktune.search_space.space import SearchSpace
 from ktune.search_space.workload import Workload
 
-__all__ = ["CustomOperator"]
+__all__ = ["CustomOperator", "t1_kernel_source"]
 
 _BLOCK = ("block_size_x", "block_size_y", "block_size_z")
+#: the most bytes a kernel's arguments may fill, together (a spec's sizes are allocated)
+MAX_ARGUMENT_BYTES = 2 << 30
 _BLOCK_DEFAULT = (256, 1, 1)
 _C_TYPES = {
     "float": np.float32,
@@ -125,6 +128,9 @@ class CustomOperator(Operator):
         self._flops = float(flops)
         self.dtype_name = dtype
         self.dtypes = (dtype,)  # type: ignore[misc]
+        #: restrictions given as Python callables (``ktune.tune``), and the first error one raised
+        self.predicates: tuple[Predicate, ...] = ()
+        self.predicate_error: str | None = None
         names = {p.name for p in self.parameters}
         for axis in self.grid_div:
             unknown = [d for d in axis if d not in names and d not in _BLOCK]
@@ -147,12 +153,15 @@ class CustomOperator(Operator):
         if tuned:
             fixed = math.prod(d for b, d in zip(_BLOCK, _BLOCK_DEFAULT) if b not in names)
             constraints.append(f"{' * '.join(tuned)} * {fixed} <= max_threads")
-        return SearchSpace(
+        space = SearchSpace(
             self.parameters,
             constraints,
             constants={"max_threads": limits.max_threads_per_block},
             name=self.name,
         )
+        if self.predicates:
+            space, self.predicate_error = keep_where(space, self.predicates)
+        return space
 
     def render(self, config: Config, workload: Workload) -> KernelSource:
         block = self.launch(config, workload).block
@@ -194,6 +203,10 @@ class CustomOperator(Operator):
     def bytes_moved(self, workload: Workload) -> float:
         return float(sum(v.nbytes for v in self.values if isinstance(v, np.ndarray)))
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled for a measuring worker once the space is built: without the predicates."""
+        return {**self.__dict__, "predicates": ()}
+
     # --- T1 specs
 
     @classmethod
@@ -208,27 +221,48 @@ class CustomOperator(Operator):
         """The kernel a T1 spec describes (``source`` overrides reading ``KernelFile``)."""
         path = Path(path)
         spec = load_t1(path)
-        kernel = spec.raw.get("KernelSpecification", {})
-        where = f"{path}: KernelSpecification"
         if source is None:
-            kfile = kernel.get("KernelFile")
-            if not isinstance(kfile, str):
-                raise FormatError(f"{where}.KernelFile is missing (or pass the source)")
-            try:
-                source = (path.parent / kfile).read_text(encoding="utf-8")
-            except OSError as e:
-                raise FormatError(
-                    f"{where}.KernelFile {kfile!r} cannot be read ({type(e).__name__})"
-                ) from None
+            source = t1_kernel_source(spec, path)
+        return cls.from_spec(spec, source, where=str(path), seed=seed, answer=answer)
+
+    @classmethod
+    def from_spec(
+        cls,
+        spec: T1Spec,
+        source: str,
+        *,
+        where: str = "<T1 spec>",
+        seed: int = 0,
+        answer: Sequence[Any] | None = None,
+        values: Sequence[Any] | None = None,
+    ) -> CustomOperator:
+        """The kernel of a loaded T1 ``spec`` with its ``source`` text; ``values`` replace the
+        arguments the spec would fill (one per entry of ``Arguments``, in order)."""
+        path = Path(where)
+        kernel = spec.raw.get("KernelSpecification", {})
+        where = f"{where}: KernelSpecification"
         values_of = {p.name: list(p.values) for p in spec.space.parameters}
         rng = np.random.default_rng(seed)
         args: list[Any] = []
         outputs: list[int] = []
         cmem: dict[str, np.ndarray] = {}
-        for i, entry in enumerate(kernel.get("Arguments", []) or []):
+        entries = kernel.get("Arguments", []) or []
+        if values is not None and len(values) != len(entries):
+            raise FormatError(
+                f"{where}.Arguments has {len(entries)} entries for {len(values)} values"
+            )
+        total = 0
+        for i, entry in enumerate(entries):
             value, is_const = _t1_argument(
                 entry, spec.problem_size, values_of, rng, f"{where}.Arguments[{i}]"
             )
+            if values is not None:
+                value = values[i]
+            total += value.nbytes if isinstance(value, np.ndarray) else 0
+            if total > MAX_ARGUMENT_BYTES:
+                raise FormatError(
+                    f"{where}.Arguments: more than {MAX_ARGUMENT_BYTES >> 20} MiB of arguments"
+                )
             if is_const:
                 cmem[str(entry["Name"])] = value
                 continue
@@ -262,6 +296,21 @@ class CustomOperator(Operator):
             raise FormatError(f"{path}: {e}") from None
 
 
+def t1_kernel_source(spec: T1Spec, path: Path) -> str:
+    """The text of the ``KernelFile`` a T1 spec at ``path`` names (relative to its folder)."""
+    kernel = spec.raw.get("KernelSpecification", {})
+    where = f"{path}: KernelSpecification"
+    kfile = kernel.get("KernelFile")
+    if not isinstance(kfile, str):
+        raise FormatError(f"{where}.KernelFile is missing (or pass the source)")
+    try:
+        return (path.parent / kfile).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise FormatError(
+            f"{where}.KernelFile {kfile!r} cannot be read ({type(e).__name__})"
+        ) from None
+
+
 def _t1_argument(
     entry: Any,
     problem_size: Sequence[int],
@@ -282,6 +331,8 @@ def _t1_argument(
     if entry.get("MemoryType", "Vector") == "Scalar":
         return np.asarray(fill_value, dtype=dtype)[()], False
     size = _size(entry.get("Size", 1), problem_size, values_of, where)
+    if size * np.dtype(dtype).itemsize > MAX_ARGUMENT_BYTES:
+        raise FormatError(f"{where}: Size {size} is more than {MAX_ARGUMENT_BYTES >> 20} MiB")
     data: np.ndarray
     if fill == "Random":
         if np.issubdtype(dtype, np.integer):

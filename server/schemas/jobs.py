@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -10,6 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_vali
 from ktune.tuner import strategies
 from ktune.tuner.bounds import (
     MAX_BATCH,
+    MAX_KERNEL_SOURCE_BYTES,
+    MAX_KERNEL_SPEC_BYTES,
     MAX_RAY_WORKERS,
     MAX_REPLAY_SPEED,
     MAX_SEED,
@@ -24,6 +27,7 @@ __all__ = [
     "JobOut",
     "JobPage",
     "JobState",
+    "KernelIn",
     "SpaceRef",
     "TrialOut",
     "TrialPage",
@@ -67,6 +71,30 @@ class BudgetIn(_Strict):
         return self
 
 
+class KernelIn(_Strict):
+    """A user's own kernel: a T1 spec (as Kernel Tuner writes one; ``KernelSpecification.
+    Language`` ``C`` runs on a runner's CPU, ``CUDA`` on the Ray cluster's GPUs) and the text of
+    its kernel file. The server stores both with the job and never compiles or runs them: a
+    runner that takes the job's backend does."""
+
+    spec: dict[str, Any] = Field(
+        description=f"The T1 spec (a JSON object of at most {MAX_KERNEL_SPEC_BYTES} bytes)."
+    )
+    source: str = Field(
+        min_length=1,
+        max_length=MAX_KERNEL_SOURCE_BYTES,
+        description=f"The kernel's source (at most {MAX_KERNEL_SOURCE_BYTES} bytes of UTF-8).",
+    )
+
+    @model_validator(mode="after")
+    def _bounded(self) -> KernelIn:
+        if len(self.source.encode()) > MAX_KERNEL_SOURCE_BYTES:
+            raise ValueError(f"the kernel source is over {MAX_KERNEL_SOURCE_BYTES} bytes")
+        if len(json.dumps(self.spec)) > MAX_KERNEL_SPEC_BYTES:
+            raise ValueError(f"the T1 spec is over {MAX_KERNEL_SPEC_BYTES} bytes")
+        return self
+
+
 class JobCreate(_Strict):
     """A tuning job: on a recorded space (``space``: the bundled ones and those of
     KTUNE_RECORDINGS_DIR, replayed), of an operator measured on GPUs of the server's Ray
@@ -76,6 +104,9 @@ class JobCreate(_Strict):
 
     space: str | None = Field(
         None, min_length=1, max_length=128, description="Name of a recorded space (GET /v1/spaces)."
+    )
+    kernel: KernelIn | None = Field(
+        None, description="Your own kernel (a T1 spec and its source), instead of an operator."
     )
     operator: str | None = Field(
         None,
@@ -146,11 +177,24 @@ class JobCreate(_Strict):
 
     @model_validator(mode="after")
     def _one_kind(self) -> JobCreate:
-        if (self.space is None) == (self.operator is None):
+        if sum(x is not None for x in (self.space, self.operator, self.kernel)) != 1:
             raise ValueError(
-                "give either space (a recorded space, replayed) "
-                "or operator and shape (measured on GPUs)"
+                "give one of space (a recorded space, replayed), operator and shape "
+                "(measured on GPUs or a CPU) or kernel (your own: a T1 spec and its source)"
             )
+        if self.kernel is not None:
+            given = [
+                name
+                for name in ("shape", "device", "replay_speed")
+                if getattr(self, name) is not None
+            ]
+            given += [name for name in ("dtype", "layout") if name in self.model_fields_set]
+            if given:
+                raise ValueError(
+                    f"{', '.join(given)} go(es) with a recorded space or an operator: "
+                    "a kernel's spec names its problem size and types"
+                )
+            return self
         if self.space is not None:
             given = [name for name in ("shape", "gpu_type") if getattr(self, name) is not None]
             given += [

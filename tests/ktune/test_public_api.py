@@ -13,10 +13,15 @@ def test_public_surface() -> None:
         "Answer",
         "LookupInputError",
         "ModelChoice",
+        "Trial",
+        "TuneInputError",
+        "TuneResult",
         "lookup",
         "register_model_choice",
+        "tune",
     ]
     assert issubclass(ktune.LookupInputError, ValueError)
+    assert issubclass(ktune.TuneInputError, ValueError)
 
 
 @pytest.mark.both_databases

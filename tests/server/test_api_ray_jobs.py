@@ -119,8 +119,8 @@ def test_a_cluster_without_such_a_gpu_is_503_and_writes_nothing(
 @pytest.mark.parametrize(
     ("change", "loc", "says"),
     [
-        ({"space": "convolution_A4000"}, ["body"], "give either space"),
-        ({"operator": None}, ["body"], "give either space"),
+        ({"space": "convolution_A4000"}, ["body"], "give one of space"),
+        ({"operator": None}, ["body"], "give one of space"),
         ({"shape": None}, ["body"], "needs a shape"),
         ({"replay_speed": 2.0}, ["body"], "replay_speed go(es) with a recorded space"),
         ({"device": "NVIDIA H100"}, ["body"], "device go(es) with a recorded space"),

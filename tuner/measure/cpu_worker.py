@@ -6,9 +6,12 @@ outputs. Each call then
 
 1. compiles the config's C source with the system C compiler into a shared library (cached by
    source and flags in the backend's directory);
-2. loads it and runs it once on restored outputs (the problem's sizes are its first
-   arguments); a nonzero return is a ``runtime_error``, a
-   mismatch with the reference (the operator's :class:`Tolerance`) is ``wrong_result``;
+2. loads it and runs it once on restored outputs, called as the operator says
+   (``CpuOperator.call_values``: ktune's kernels take the problem's sizes first, a user's kernel
+   its own pointers and scalars); a nonzero status (where the entry returns one) or a write past
+   the end of an array (each array is followed by guard bytes, checked after the run) is a
+   ``runtime_error``, a mismatch with the reference (the operator's :class:`Tolerance`) or a
+   failed ``CpuOperator.verify`` is ``wrong_result``;
 3. times it with ``perf_counter_ns``: warm-up runs, then repeats until a minimum count and a
    minimum total time, each preceded (untimed) by restoring the outputs and flushing every
    argument's cache lines (``clflush`` on x86, ``dc civac`` on Arm; elsewhere no flush, and
@@ -34,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from ktune.search_space.operators.base import Arguments
 from ktune.search_space.operators.cpu import CpuOperator
 from ktune.search_space.operators.cpu import get as get_cpu_operator
 from ktune.search_space.parameters import Config
@@ -193,11 +197,25 @@ class CpuMeasurer:
         self.flushes = spec.settings.flush_l2 and bool(self.runtime.ktune_can_flush())
         self.info["cache_flush"] = self.flushes
         args = self.op.arguments(self.workload, np.random.default_rng(spec.seed))
-        self.args = [np.ascontiguousarray(v) for v in args.values]
-        sizes = [ctypes.c_int64(v) for v in self.op.entry_sizes(self.workload)]
-        self.call_args = [*sizes, *(ctypes.c_void_p(a.ctypes.data) for a in self.args)]
+        self.references = {
+            i: ref
+            for i, ref in zip(args.outputs, self.op.reference(self.workload, args))
+            if ref is not None
+        }
+        values = self.op.call_values(self.workload, args)
+        guarded = {id(v): _Guarded(v) for v in values if isinstance(v, np.ndarray)}
+        self.guarded = list(guarded.values())
+        self.call_args = [
+            ctypes.c_void_p(guarded[id(v)].data.ctypes.data)
+            if isinstance(v, np.ndarray)
+            else _c_value(v)
+            for v in values
+        ]
+        self.argtypes = [type(a) for a in self.call_args]
+        # the arguments in their own order, each array now the one in its guarded buffer
+        self.args = [guarded[id(v)].data if id(v) in guarded else v for v in args.values]
+        self.run_args = Arguments(tuple(self.args), args.outputs)
         self.pristine = {i: self.args[i].copy() for i in args.outputs}
-        self.references = dict(zip(args.outputs, self.op.reference(self.workload, args)))
         self.tolerance = self.op.tolerance(self.workload)
 
     def hello(self) -> dict[str, Any]:
@@ -234,11 +252,15 @@ class CpuMeasurer:
         bench = time.perf_counter()
         lib = ctypes.CDLL(str(library))
         try:
-            kernel = getattr(lib, source.name)
-            kernel.restype = ctypes.c_int
-            kernel.argtypes = [ctypes.c_int64] * len(self.op.entry.sizes) + [ctypes.c_void_p] * len(
-                self.args
-            )
+            kernel = getattr(lib, source.name, None)
+            if kernel is None:
+                result.update(
+                    status="compile_error",
+                    error=f"the compiled source defines no function {source.name!r}",
+                )
+                return result
+            kernel.restype = ctypes.c_int if self.op.returns_status else None
+            kernel.argtypes = self.argtypes
             self._measure(kernel, result)
         finally:
             result["bench_ms"] = (time.perf_counter() - bench) * 1000
@@ -251,13 +273,27 @@ class CpuMeasurer:
         call_args = self.call_args
         self._restore()
         code = kernel(*call_args)
-        if code != 0:
+        if self.op.returns_status and code != 0:
             result.update(status="runtime_error", error=f"the kernel returned {code}")
+            return
+        overrun = [i for i, g in enumerate(self.guarded) if not g.intact()]
+        if overrun:
+            result.update(
+                status="runtime_error",
+                error=f"the kernel wrote past the end of array argument {overrun[0]}",
+            )
             return
         worst = self._check()
         result["extra"]["max_error_ratio"] = worst
         if worst > 1.0:
             result.update(status="wrong_result", error=self.tolerance.failure(worst))
+            return
+        try:
+            wrong = self.op.verify(self.workload, self.run_args)
+        except Exception as exc:  # noqa: BLE001 - the user's verify: its failure is the config's
+            wrong = f"verify raised {type(exc).__name__}: {exc}"
+        if wrong:
+            result.update(status="wrong_result", error=error_text(wrong))
             return
 
         def timed() -> float:
@@ -277,14 +313,59 @@ class CpuMeasurer:
         if (
             self.flushes
         ):  # every argument leaves every cache level, as a kernel's inputs usually arrive
-            for a in self.args:
-                self.runtime.ktune_flush(a.ctypes.data, a.nbytes)
+            for g in self.guarded:
+                self.runtime.ktune_flush(g.data.ctypes.data, g.data.nbytes)
 
     def _check(self) -> float:
         return max(
             (self.tolerance.check(self.args[i], ref)[1] for i, ref in self.references.items()),
             default=0.0,
         )
+
+
+#: bytes after each array that a kernel must leave as they were
+GUARD_BYTES = 256
+_GUARD = 0xA5
+_SCALARS: dict[str, type[Any]] = {
+    "int8": ctypes.c_int8,
+    "uint8": ctypes.c_uint8,
+    "int16": ctypes.c_int16,
+    "uint16": ctypes.c_uint16,
+    "int32": ctypes.c_int32,
+    "uint32": ctypes.c_uint32,
+    "int64": ctypes.c_int64,
+    "uint64": ctypes.c_uint64,
+    "float32": ctypes.c_float,
+    "float64": ctypes.c_double,
+    "bool": ctypes.c_bool,
+}
+
+
+def _c_value(value: Any) -> Any:
+    """A call value that is not an array as ctypes passes it: a Python ``int`` as ``int64_t``
+    (a size), a numpy scalar in its own C type."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return ctypes.c_int64(value)
+    if isinstance(value, np.generic) and value.dtype.name in _SCALARS:
+        return _SCALARS[value.dtype.name](value.item())
+    raise TypeError(f"cannot pass {value!r} to a C kernel (an array, an int, a numpy scalar)")
+
+
+class _Guarded:
+    """An array's contents in a 64-byte aligned buffer followed by :data:`GUARD_BYTES` of a
+    known pattern; :meth:`intact` says whether a kernel left the guard alone."""
+
+    def __init__(self, array: np.ndarray) -> None:
+        array = np.ascontiguousarray(array)
+        raw = np.full(array.nbytes + GUARD_BYTES + 64, _GUARD, dtype=np.uint8)
+        start = -raw.ctypes.data % 64
+        self.raw = raw
+        self.guard = raw[start + array.nbytes : start + array.nbytes + GUARD_BYTES]
+        self.data = raw[start : start + array.nbytes].view(array.dtype).reshape(array.shape)
+        self.data[...] = array
+
+    def intact(self) -> bool:
+        return bool(np.all(self.guard == _GUARD))
 
 
 def _unload(lib: ctypes.CDLL) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ktune.search_space.operators.cpu import CpuLimits, CpuOperator
+from ktune.search_space.operators.cpu.custom import CustomCpuOperator
 from ktune.search_space.space import SearchSpace
 from ktune.search_space.workload import Workload
 from ktune.tuner.measure.base import BackendError
@@ -24,7 +25,8 @@ from ktune.tuner.measure.cpu_backend import CpuBackend, compiler_unavailable
 from ktune.tuner.measure.cpu_detect import cpu_spec
 from ktune.tuner.measure.cpu_worker import Compiler, CompilerError, compiler_from_env
 from ktune.tuner.sources.base import MeasuredSource, restricted
-from ktune.tuner.sources.options import CpuOptions, pin
+from ktune.tuner.sources.custom import KernelHooks, custom_operator
+from ktune.tuner.sources.options import CpuOptions, CustomOptions, pin
 
 __all__ = ["CpuSource", "local_cpu"]
 
@@ -65,20 +67,33 @@ class CpuSource(MeasuredSource):
     fingerprint)."""
 
     unnamed: ClassVar[str] = "unknown CPU"
-    options: CpuOptions
+    options: CpuOptions | CustomOptions
     operator: CpuOperator
     space: SearchSpace
     spec: dict[str, Any]
 
     @classmethod
-    def from_options(cls, options: CpuOptions, detect: Callable[[], dict[str, Any]]) -> CpuSource:
-        """Build the operator, read this CPU's spec with ``detect``, build the space; refuse
-        another workload, CPU or space than ``options`` pin."""
+    def from_options(
+        cls,
+        options: CpuOptions | CustomOptions,
+        detect: Callable[[], dict[str, Any]],
+        hooks: KernelHooks | None = None,
+    ) -> CpuSource:
+        """Build the operator (a user's C kernel from :class:`CustomOptions`, with the Python
+        callables of ``hooks``), read this CPU's spec with ``detect``, build the space; refuse
+        another workload, CPU or space than ``options`` pin. Nothing of a user's kernel is
+        compiled or run here: that is the backend's, in its worker."""
         from ktune.search_space.operators import cpu
 
-        operator = cpu.get(options.operator)
-        wl = options.workload
-        workload = operator.workload(wl.shape, wl.dtype, wl.layout)
+        operator: CpuOperator
+        if isinstance(options, CustomOptions):
+            custom = custom_operator(options, hooks)
+            assert isinstance(custom, CustomCpuOperator)  # options of a C kernel
+            operator, workload = custom, custom.workload()
+        else:
+            operator = cpu.get(options.operator)
+            wl = options.workload
+            workload = operator.workload(wl.shape, wl.dtype, wl.layout)
         spec = dict(detect())
         space = restricted(
             operator.space(workload, CpuLimits.from_spec(spec)), options.constraints, workload, spec
@@ -92,7 +107,9 @@ class CpuSource(MeasuredSource):
 
     @property
     def workload(self) -> Workload:
-        return self.options.workload
+        workload = self.options.workload
+        assert workload is not None  # pinned when opened
+        return workload
 
     @property
     def description(self) -> str:
@@ -100,8 +117,12 @@ class CpuSource(MeasuredSource):
 
     def backend(self) -> CpuBackend:
         options = self.options
+        custom = isinstance(options, CustomOptions)  # a user's kernel travels to the worker whole
         backend = CpuBackend(
-            self.operator.name, self.workload, settings=options.timing, timeout_s=options.timeout_s
+            self.operator if custom else self.operator.name,
+            self.workload,
+            settings=options.timing,
+            timeout_s=options.timeout_s,
         )
         if backend.device_name != self.device_name:  # the worker sees other cores
             backend.close()

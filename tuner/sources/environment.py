@@ -15,6 +15,7 @@ from typing import Any
 
 from ktune.search_space.formats import RecordedSpace
 from ktune.tuner.measure.ray_pool import RayPlacement
+from ktune.tuner.sources.custom import KernelHooks
 from ktune.tuner.sources.recordings import RecordingReader
 
 __all__ = ["Environment"]
@@ -49,9 +50,11 @@ class Environment:
     """``read_recording``: a recording at a path; ``local_gpus``: the specs of this machine's
     CUDA devices (a :class:`BackendError` without any); ``ray_gpu``: the spec of a GPU that
     a Ray cluster offers for a placement; ``local_cpu``: this CPU's spec, with its C
-    compiler (a :class:`BackendError` without one)."""
+    compiler (a :class:`BackendError` without one); ``kernel_hooks``: the Python callables of a
+    user's kernel (``ktune.tune``), which no stored job holds."""
 
     read_recording: RecordingReader = _read_recording
     local_gpus: Callable[[], list[dict[str, Any]]] = field(default=_local_gpus)
     ray_gpu: Callable[[RayPlacement], dict[str, Any]] = field(default=_ray_gpu)
     local_cpu: Callable[[], dict[str, Any]] = field(default=_local_cpu)
+    kernel_hooks: KernelHooks | None = None

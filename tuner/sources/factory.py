@@ -8,15 +8,18 @@ decision of which kind of source a request means:
 
 - a recording given: ``replay``;
 - a CPU operator (``cpu_matmul``, ...): ``cpu``, on this machine;
-- ``custom`` (with a T1 spec): the spec's kernel, on the local GPU or on Ray;
+- ``custom``, or a T1 spec alone (a file, or a document with the kernel's source): the user's
+  kernel; C on this machine's CPU, CUDA on the local GPU or on Ray;
 - any other operator: on the Ray cluster when a placement is given, else the local GPU.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from ktune.search_space.operators import cpu as cpu_operators
 from ktune.tuner.measure.base import BackendError
@@ -66,6 +69,8 @@ class SourceRequest:
     ``replay``: a recording (a path, or a bundled recording's name); else ``operator`` with
     ``shape``, ``dtype`` and ``layout`` (``custom``: the kernel of the T1 ``spec``). ``spec``
     with a recording: a T1 spec whose space is searched instead of the recording's.
+    ``document`` and ``kernel_source``: a user's kernel sent inline (REST), a T1 spec and the
+    text of its kernel.
     ``device``: the local CUDA device (None: 0); ``ray``: measure on that Ray cluster instead.
     """
 
@@ -80,14 +85,18 @@ class SourceRequest:
     constraints: tuple[str, ...] = ()
     timeout_s: float = DEFAULT_TIMEOUT_S
     speed: float | None = None
+    document: Mapping[str, Any] | None = None
+    kernel_source: str | None = None
 
 
 def kind_of(request: SourceRequest) -> SourceKind:
     """Which kind of source ``request`` means (see the module's docstring)."""
     if request.replay is not None:
         return SourceKind.REPLAY
+    if request.operator is None and (request.spec is not None or request.document is not None):
+        return SourceKind.CUSTOM  # a T1 spec alone: the user's kernel it names
     if request.operator is None:
-        raise SourceError("give a recording to replay or an operator to tune")
+        raise SourceError("give a recording to replay, an operator or a kernel's T1 spec to tune")
     if request.operator in cpu_operators.names():
         return SourceKind.CPU
     if request.operator == "custom":
@@ -109,7 +118,7 @@ def request_options(request: SourceRequest) -> AnyOptions:
             constraints=constraints,
             speed=request.speed,
         )
-    op = str(request.operator)
+    op = str(request.operator or "custom")
     timeout_s = float(request.timeout_s)
     if not timeout_s > 0:
         raise SourceError(f"timeout must be > 0 seconds, got {request.timeout_s}")
@@ -130,15 +139,7 @@ def request_options(request: SourceRequest) -> AnyOptions:
             "a device index is for local GPUs; on Ray the cluster picks the GPU (see --gpu-type)"
         )
     if kind is SourceKind.CUSTOM:
-        if request.spec is None:
-            raise SourceError("--op custom needs --spec T1.json (the kernel and its space)")
-        return CustomOptions(
-            t1=request.spec.expanduser().resolve(),
-            device=device,
-            placement=request.ray,
-            constraints=constraints,
-            timeout_s=timeout_s,
-        )
+        return _custom_options(request, device, constraints, timeout_s)
     if request.spec is not None:
         raise SourceError("a T1 spec goes with a recording or the custom operator")
     from ktune.search_space import operators
@@ -158,6 +159,45 @@ def request_options(request: SourceRequest) -> AnyOptions:
     )
 
 
+def _custom_options(
+    request: SourceRequest, device: int, constraints: tuple[str, ...], timeout_s: float
+) -> CustomOptions:
+    """A user's kernel: a T1 spec file (its ``KernelFile`` read when the job opens), or an
+    inline spec with its source; C kernels go to this machine's CPU, CUDA ones to a GPU."""
+    from ktune.search_space.formats import load_t1
+    from ktune.search_space.formats.t1 import spec_from_dict
+    from ktune.tuner.sources.custom import kernel_language
+
+    if request.spec is None and request.document is None:
+        raise SourceError("--op custom needs --spec T1.json (the kernel and its space)")
+    if request.spec is not None:
+        t1 = request.spec.expanduser().resolve()
+        spec = load_t1(t1)
+        kernel = spec.raw.get("KernelSpecification", {})
+        kfile = kernel.get("KernelFile") if isinstance(kernel, dict) else None
+        language = kernel_language(spec, kfile if isinstance(kfile, str) else None)
+        document = None
+    else:
+        t1 = None
+        document = dict(request.document or {})
+        language = kernel_language(spec_from_dict(document, source="the kernel's spec"))
+    if language == "c" and (request.ray is not None or request.device is not None):
+        raise SourceError(
+            "a C kernel runs on this machine's CPU: a Ray cluster and a device index are for "
+            "CUDA kernels"
+        )
+    return CustomOptions(
+        t1=t1,
+        document=document,
+        source=request.kernel_source,
+        language=language,
+        device=device,
+        placement=request.ray if language == "cuda" else None,
+        constraints=constraints,
+        timeout_s=timeout_s,
+    )
+
+
 def _shape(request: SourceRequest) -> str:
     if request.shape is None:
         raise SourceError(f"operator {request.operator!r} needs a shape")
@@ -173,6 +213,8 @@ def open_source(options: SourceOptions, env: Environment | None = None) -> Sourc
         return ReplaySource.from_options(options, env.read_recording)
     if isinstance(options, CpuOptions):
         return CpuSource.from_options(options, env.local_cpu)
+    if isinstance(options, CustomOptions) and options.language == "c":
+        return CpuSource.from_options(options, env.local_cpu, env.kernel_hooks)
     if isinstance(options, GpuOptions | RayOptions | CustomOptions):
         return GpuSource.from_options(options, env)
     raise SourceError(f"no kind of source is opened from {type(options).__name__}")

@@ -40,7 +40,7 @@ class GpuSource(MeasuredSource):
     def from_options(cls, options: GpuOptionsAny, env: Environment) -> GpuSource:
         """Build the operator, find the device (local index, or probed on the Ray cluster),
         build the space; refuse another workload, device or space than ``options`` pin."""
-        operator, workload = _operator(options)
+        operator, workload = _operator(options, env)
         placement = _placement(options)
         device = 0 if isinstance(options, RayOptions) else options.device
         if placement is not None:
@@ -119,14 +119,16 @@ class GpuSource(MeasuredSource):
         return backend
 
 
-def _operator(options: GpuOptionsAny) -> tuple[Operator, Workload]:
+def _operator(options: GpuOptionsAny, env: Environment) -> tuple[Operator, Workload]:
     """The operator and the workload ``options`` tune (a custom kernel's: its T1 spec's)."""
     from ktune.search_space import operators
 
     if isinstance(options, CustomOptions):
         from ktune.search_space.operators.custom import CustomOperator
+        from ktune.tuner.sources.custom import custom_operator
 
-        custom = CustomOperator.from_t1(options.t1)
+        custom = custom_operator(options, env.kernel_hooks)
+        assert isinstance(custom, CustomOperator)
         return custom, custom.workload()
     operator = operators.get(options.operator)
     wl = options.workload

@@ -6,7 +6,8 @@ kind           class              backend    names
 replay         ReplayOptions      replay     a recording (path, digest), a T1 spec, speed
 GPU operator   GpuOptions         cupy       an operator's workload on local CUDA ``device``
 Ray            RayOptions         ray        an operator's workload on a Ray cluster's GPU
-custom kernel  CustomOptions      cupy, ray  the kernel of a T1 spec, locally or on Ray
+custom kernel  CustomOptions      cupy, ray  a user's kernel (T1 spec): CUDA locally or on Ray,
+                                  cpu        or C on this machine's CPU
 CPU operator   CpuOptions         cpu        a CPU operator's workload on this machine's CPU
 =============  =================  =========  ===============================================
 
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Any, Self, TypeVar
 
 from ktune.search_space.workload import Workload
-from ktune.tuner.bounds import MAX_REPLAY_SPEED, MIN_REPLAY_SPEED
+from ktune.tuner.bounds import MAX_KERNEL_SOURCE_BYTES, MAX_REPLAY_SPEED, MIN_REPLAY_SPEED
 from ktune.tuner.measure.ray_pool import RayPlacement
 from ktune.tuner.measure.timing import TimingSettings
 from ktune.tuner.sources.base import Source, SourceError, SourceOptions
@@ -35,6 +36,7 @@ from ktune.tuner.sources.base import Source, SourceError, SourceOptions
 __all__ = [
     "BACKENDS",
     "DEFAULT_TIMEOUT_S",
+    "LANGUAGES",
     "AnyOptions",
     "CpuOptions",
     "CustomOptions",
@@ -51,6 +53,8 @@ __all__ = [
 BACKENDS: tuple[str, ...] = ("replay", "cupy", "ray", "cpu")
 #: seconds one measurement may take before its worker is killed, unless the job says
 DEFAULT_TIMEOUT_S = 30.0
+#: the languages of a user's kernel: CUDA on a GPU, C on the CPU
+LANGUAGES: tuple[str, ...] = ("cuda", "c")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -212,34 +216,84 @@ class RayOptions(_Registered):
 
 @dataclass(frozen=True, kw_only=True)
 class CustomOptions(_Measured):
-    """The kernel of the T1 spec ``t1`` (its ``KernelFile``) on the local CUDA ``device``, or
-    on a Ray cluster's GPU with a ``placement``. ``workload`` is the one the spec names,
-    pinned when opened."""
+    """A user's kernel: the one of the T1 spec file ``t1`` (its ``KernelFile``), or of an
+    inline T1 ``document`` with its ``source`` text (REST, ``ktune.tune``). ``language``:
+    ``cuda`` (on the local CUDA ``device``, or on a Ray cluster's GPU with a ``placement``) or
+    ``c`` (on this machine's CPU, the ``cpu`` backend). ``arrays``: a ``.npz`` file of the
+    arguments' values (``ktune.tune``'s numpy arrays; ``arrays_digest`` pins its contents);
+    without it they are filled as the spec says. ``python``: the parts given as Python
+    callables (``restrictions``, ``verify``), which only ``ktune.tune`` can give again when the
+    job resumes. ``workload`` is the one the spec names, pinned when opened."""
 
-    t1: Path
+    t1: Path | None = None
+    document: Mapping[str, Any] | None = None
+    source: str | None = None
+    language: str = "cuda"
+    arrays: Path | None = None
+    arrays_digest: str | None = None
+    python: tuple[str, ...] = ()
     device: int = 0
     placement: RayPlacement | None = None
     workload: Workload | None = None
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if (self.t1 is None) == (self.document is None):
+            raise SourceError("a custom kernel needs either a T1 spec file or an inline spec")
+        if self.document is not None and self.source is None:
+            raise SourceError("an inline T1 spec needs its kernel's source")
+        if self.language not in LANGUAGES:
+            raise SourceError(
+                f"kernel language {self.language!r} is not one ktune tunes ({', '.join(LANGUAGES)})"
+            )
+        if self.source is not None and len(self.source.encode()) > MAX_KERNEL_SOURCE_BYTES:
+            raise SourceError(
+                f"the kernel source is {len(self.source.encode())} bytes, "
+                f"more than the limit of {MAX_KERNEL_SOURCE_BYTES}"
+            )
+        if self.language == "c" and (self.placement is not None or self.device != 0):
+            raise SourceError("a C kernel runs on this machine's CPU: no GPU device or Ray cluster")
+
     @property
     def backend(self) -> str:
+        if self.language == "c":
+            return "cpu"
         return "ray" if self.placement else "cupy"
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON older ktune wrote for a CUDA kernel of a T1 file, and the newer fields
+        only where they are set."""
+        newer = {
+            "document": dict(self.document) if self.document is not None else None,
+            "source": self.source,
+            "language": self.language if self.language != "cuda" else None,
+            "arrays": str(self.arrays) if self.arrays is not None else None,
+            "arrays_digest": self.arrays_digest,
+            "python": list(self.python) or None,
+        }
         return {
             "operator": "custom",
             "workload": self.workload.key if self.workload else None,
-            "t1": str(self.t1),
+            "t1": str(self.t1) if self.t1 is not None else None,
             "device": self.device,
             **self._measured_json(),
             "ray": self.placement.to_options() if self.placement else None,
+            **{k: v for k, v in newer.items() if v is not None},
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Self:
         read = _Json(data)
+        t1 = read.optional_text("t1")
+        arrays = read.optional_text("arrays")
         return cls(
-            t1=Path(read.text("t1")),
+            t1=Path(t1) if t1 else None,
+            document=read._object("document"),
+            source=read.optional_text("source"),
+            language=read.optional_text("language") or "cuda",
+            arrays=Path(arrays) if arrays else None,
+            arrays_digest=read.optional_text("arrays_digest"),
+            python=read.texts("python"),
             device=read.integer("device", 0),
             placement=read.placement("ray"),
             workload=read.workload("workload") if read.given("workload") else None,
@@ -308,12 +362,16 @@ def options_from_json(backend: str, data: Mapping[str, Any]) -> AnyOptions:
     if backend == "replay":
         return ReplayOptions.from_json(data)
     if backend == "cpu":
+        if data.get("operator") == "custom":
+            return CustomOptions.from_json(data)
         return CpuOptions.from_json(data)
     if backend in ("cupy", "ray"):
         if data.get("operator") == "custom":
             custom = CustomOptions.from_json(data)
             if custom.backend != backend:
-                raise SourceError(f"the job's options: a {backend} job's Ray placement is wrong")
+                raise SourceError(
+                    f"the job's options: a {backend} job's language or Ray placement is wrong"
+                )
             return custom
         return RayOptions.from_json(data) if backend == "ray" else GpuOptions.from_json(data)
     raise SourceError(f"backend {backend!r} is not one this ktune can run ({', '.join(BACKENDS)})")

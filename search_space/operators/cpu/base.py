@@ -7,6 +7,10 @@ float64 reference, and counts FLOPs and bytes. The entry point takes the problem
 (``int64_t``, as its :class:`EntryAbi` names them) and then the arguments' data pointers, and
 returns 0, or nonzero when the kernel could not run; a config computes every shape (its space's
 constraints only prune what is not worth measuring), unless ``requirements`` say otherwise.
+
+An operator may be called otherwise (a user's kernel in the Kernel Tuner style takes its sizes as
+``#define``s, and pointers and scalars in the user's order, and returns nothing): it then
+overrides :meth:`CpuOperator.call_values` and sets ``returns_status`` to False.
 """
 
 from __future__ import annotations
@@ -96,6 +100,19 @@ class CpuOperator(ShapedOperator, ABC):
     entry: ClassVar[EntryAbi]
     #: what a config needs to compute a shape correctly (none: every config computes every shape)
     requirements: ClassVar[tuple[str, ...]] = ()
+    #: whether the entry point returns an ``int`` status (0: it ran); else its return is ignored
+    returns_status: ClassVar[bool] = True
+
+    def call_values(self, workload: Workload, args: Arguments) -> tuple[Any, ...]:
+        """The entry point's arguments in call order: ``int`` values are ``int64_t`` sizes,
+        numpy arrays are passed as data pointers, numpy scalars by value in their own type.
+        By default the :class:`EntryAbi` convention: the sizes, then every argument's data."""
+        return (*(int(s) for s in self.entry_sizes(workload)), *args.values)
+
+    def verify(self, workload: Workload, args: Arguments) -> str | None:
+        """Beyond the reference check: why the outputs of one run (``args``, after the run) are
+        wrong, or None. None by default."""
+        return None
 
     @abstractmethod
     def space(self, workload: Workload, limits: CpuLimits) -> SearchSpace:
