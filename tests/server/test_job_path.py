@@ -73,8 +73,8 @@ def test_a_replayed_api_job_reads_its_recording_once(
 
 
 def _counting(load, reads: list[Path]):
-    def counted(path):
+    def counted(path, *args):
         reads.append(Path(path))
-        return load(path)
+        return load(path, *args)
 
     return counted
