@@ -74,8 +74,8 @@ from ktune.db.shape_index import ShapeIndex
 __all__ = ["TuningLog"]
 
 #: trial statuses a new measurement of the same config under the same fingerprint repeats
-#: (a runtime error or a timeout may be the machine's, not the config's: measured again)
-REUSABLE = ("ok", "compile_error", "wrong_result", "invalid")
+#: (a timeout may be the machine's load, not the config's: measured again)
+REUSABLE = ("ok", "compile_error", "runtime_error", "wrong_result", "invalid")
 
 #: ids per ``IN (...)`` query (well under SQLite's bound-parameter limit)
 _ID_CHUNK = 500
