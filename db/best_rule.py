@@ -3,9 +3,14 @@
 The rule, applied to the ok trials of a pair in the order they were recorded (their ids): a
 trial replaces the best when its parameter names differ from the best's, whatever its time
 (the kernel's interface changed: a knob was added or removed, so the old times are not
-comparable and the old config no longer fits the kernel); otherwise only when it is strictly
-faster. So the best always has the parameter names of the latest ok trial, and is the
-fastest (the first on ties) of the trials recorded since the interface last changed.
+comparable and the old config no longer fits the kernel); likewise when it has a known
+fingerprint (``ktune.db.fingerprints``: kernel template and toolchain) other than the best's
+(the old times were measured under another kernel or toolchain); a trial of unknown
+fingerprint (an import) never replaces a best of a known one; otherwise a trial replaces the
+best only when it is strictly faster. So the best has the parameter names and the fingerprint
+of the latest fingerprinted ok trial, and is the fastest (the first on ties) of the trials
+recorded since either last changed. A job's confirmation (``TuningLog.confirm``) then sets
+the best to the winner of its re-measurement, whatever the rule made of single measurements.
 
 ``add_trials`` applies the rule to each batch (:func:`batch_candidate`) against the stored
 best while holding :func:`lock_pair`, so that concurrent writers of a pair take effect in
@@ -20,6 +25,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, text
 
+from ktune.db.fingerprints import fingerprint
 from ktune.db.records import TrialIn
 
 __all__ = ["Candidate", "batch_candidate", "lock_pair", "param_names", "replaces"]
@@ -33,11 +39,20 @@ def param_names(config: dict[str, Any]) -> frozenset[str]:
 
 
 def replaces(
-    new_time: float, new_config: dict[str, Any], time_ms: float, config: dict[str, Any]
+    new_time: float,
+    new_config: dict[str, Any],
+    time_ms: float,
+    config: dict[str, Any],
+    new_fingerprint: str = "",
+    fingerprint: str = "",
 ) -> bool:
-    """Whether a trial (``new_time``, ``new_config``) recorded after the best (``time_ms``,
-    ``config``) replaces it."""
-    return param_names(new_config) != param_names(config) or new_time < time_ms
+    """Whether a trial (``new_time``, ``new_config``, ``new_fingerprint``) recorded after the
+    best (``time_ms``, ``config``, ``fingerprint``) replaces it."""
+    if param_names(new_config) != param_names(config):
+        return True
+    if new_fingerprint != fingerprint:
+        return bool(new_fingerprint)
+    return new_time < time_ms
 
 
 class Candidate(NamedTuple):
@@ -48,10 +63,13 @@ class Candidate(NamedTuple):
     time_ms: float
     config: dict[str, Any]
     restarted: bool
+    fingerprint: str = ""
 
-    def displaces(self, time_ms: float, config: dict[str, Any]) -> bool:
+    def displaces(self, time_ms: float, config: dict[str, Any], fingerprint: str = "") -> bool:
         """Whether this candidate replaces a stored best recorded before the batch."""
-        return self.restarted or replaces(self.time_ms, self.config, time_ms, config)
+        return self.restarted or replaces(
+            self.time_ms, self.config, time_ms, config, self.fingerprint, fingerprint
+        )
 
 
 def batch_candidate(trials: Sequence[TrialIn], ids: Sequence[int]) -> Candidate | None:
@@ -60,11 +78,14 @@ def batch_candidate(trials: Sequence[TrialIn], ids: Sequence[int]) -> Candidate 
     for trial, trial_id in zip(trials, ids):
         if trial.status != "ok" or trial.time_ms is None:
             continue
+        mark = fingerprint(trial.toolchain)
         if best is None:
-            best = Candidate(trial_id, trial.time_ms, trial.config, False)
-        elif param_names(trial.config) != param_names(best.config):
-            best = Candidate(trial_id, trial.time_ms, trial.config, True)
-        elif trial.time_ms < best.time_ms:
+            best = Candidate(trial_id, trial.time_ms, trial.config, False, mark)
+        elif param_names(trial.config) != param_names(best.config) or (
+            mark != best.fingerprint and mark
+        ):
+            best = Candidate(trial_id, trial.time_ms, trial.config, True, mark)
+        elif mark == best.fingerprint and trial.time_ms < best.time_ms:
             best = best._replace(trial_id=trial_id, time_ms=trial.time_ms, config=trial.config)
     return best
 

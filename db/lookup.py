@@ -32,6 +32,7 @@ from typing import Any, Protocol
 from ktune.db.lookup_records import BestRecord, DeviceRecord, LookupQuery, LookupResult
 
 __all__ = [
+    "Admit",
     "DeviceDistance",
     "RunSql",
     "ShapeSource",
@@ -91,7 +92,9 @@ _TUNED = (
     " best_config.updated_at, best_trial.job_id, best_trial.seq,"
     " EXISTS (SELECT job.id FROM job WHERE job.workload_id = best_config.workload_id"
     " AND job.device_id = best_config.device_id"
-    " AND (job.state = 'queued' OR job.state = 'running')) AS tuning"
+    " AND (job.state = 'queued' OR job.state = 'running')) AS tuning,"
+    " best_config.fingerprint, best_trial.toolchain, device.toolchain,"
+    " best_trial.confirmed_ms, best_trial.noise_band, best_trial.flag"
     + _JOINS
     + " LEFT OUTER JOIN trial AS best_trial ON best_config.trial_id = best_trial.id"
 )
@@ -139,7 +142,8 @@ def _moment(value: Any) -> datetime:
 
 def _tuned(row: Sequence[Any]) -> BestRecord:
     key, operator, shape, dtype, layout, device, trial_id, time_ms, config = row[:9]
-    updated_at, job_id, seq, tuning = row[9:]
+    updated_at, job_id, seq, tuning, mark, toolchain, device_toolchain = row[9:16]
+    confirmed_ms, noise_band, flag = row[16:]
     return BestRecord(
         workload_key=key,
         device_name=device,
@@ -154,6 +158,12 @@ def _tuned(row: Sequence[Any]) -> BestRecord:
         job_id=job_id,
         seq=seq,
         tuning=bool(tuning),
+        fingerprint=mark or "",
+        toolchain=_json(toolchain) or {},
+        device_toolchain=_json(device_toolchain) or {},
+        confirmed_ms=confirmed_ms,
+        noise_band=noise_band,
+        flag=flag or "",
     )
 
 
@@ -229,7 +239,14 @@ def list_devices(run: RunSql) -> list[DeviceRecord]:
 class ShapeSource(Protocol):
     """What the nearest-shape tiers need of ``ktune.db.shape_index.ShapeIndex``."""
 
-    def nearest(self, run: RunSql, query: LookupQuery) -> tuple[str, float] | None: ...
+    def ranked(
+        self, run: RunSql, query: LookupQuery, max_distance: float | None = None
+    ) -> list[tuple[str, float]]: ...
+
+
+#: why a tuned config cannot answer a query (None: it can), e.g. a config its operator's
+#: requirements forbid at the asked shape, or one measured under an older toolchain
+Admit = Callable[[BestRecord, LookupQuery], str | None]
 
 
 def lookup(
@@ -239,29 +256,48 @@ def lookup(
     shapes: ShapeSource,
     fallback: bool = True,
     device_distance: DeviceDistance | None = None,
+    admit: Admit | None = None,
+    max_distance: float | None = None,
+    rejected: list[str] | None = None,
 ) -> LookupResult | None:
     """The first tier that answers, or None. Without ``fallback`` only ``exact`` is tried;
     without ``device_distance`` the two similar-device tiers are skipped. ``shapes`` holds the
-    tuned shapes of the nearest-shape tier between calls."""
+    tuned shapes of the nearest-shape tier between calls.
+
+    ``admit`` (the caller's rule, since the log knows no operator) may refuse a tuned config;
+    then the next one is tried: in the shape tiers the next nearest shape, in the device tiers
+    the next most similar device. ``max_distance`` bounds the shape distance of the shape
+    tiers (beyond it nothing is tuned near the asked shape). The reasons of every refusal are
+    appended to ``rejected`` when given."""
+
+    def admitted(hit: BestRecord | None) -> bool:
+        if hit is None:
+            return False
+        reason = None if admit is None else admit(hit, query)
+        if reason is not None and rejected is not None:
+            rejected.append(f"{hit.workload_key} on {hit.device_name}: {reason}")
+        return reason is None
+
     hit = exact(run, query.workload_key, query.device)
-    if hit is not None:
+    if admitted(hit):
+        assert hit is not None
         return LookupResult("exact", hit, 0.0)
     if not fallback:
         return None
-    found = shapes.nearest(run, query)
-    if found is not None:
-        key, distance = found
+    for key, distance in shapes.ranked(run, query, max_distance):
         hit = exact(run, key, query.device)
-        if hit is not None:  # None only if the config went away in between
+        if admitted(hit):  # None only if the config went away in between
+            assert hit is not None
             return LookupResult("nearest_shape", hit, distance)
     if device_distance is None:
         return None
     by_device = {other.device_name: other for other in tuned(run, workload_key=query.workload_key)}
-    ranked = rank_devices(query.device, by_device, device_distance)
-    if ranked:
-        apart, name = ranked[0]
-        return LookupResult("similar_device", by_device[name], apart)
-    return _similar_device_nearest_shape(run, query, shapes, device_distance)
+    for apart, name in rank_devices(query.device, by_device, device_distance):
+        if admitted(by_device[name]):
+            return LookupResult("similar_device", by_device[name], apart)
+    return _similar_device_nearest_shape(
+        run, query, shapes, device_distance, admitted, max_distance
+    )
 
 
 def rank_devices(
@@ -278,16 +314,20 @@ def rank_devices(
 
 
 def _similar_device_nearest_shape(
-    run: RunSql, query: LookupQuery, shapes: ShapeSource, device_distance: DeviceDistance
+    run: RunSql,
+    query: LookupQuery,
+    shapes: ShapeSource,
+    device_distance: DeviceDistance,
+    admitted: Callable[[BestRecord | None], bool],
+    max_distance: float | None,
 ) -> LookupResult | None:
-    """The nearest tuned shape on the most similar other device that has shapes of the
-    query's family and rank; its distance is the device distance, as in ``similar_device``."""
+    """The nearest admitted tuned shape on the most similar other device that has shapes of
+    the query's family and rank; its distance is the device distance, as in
+    ``similar_device``."""
     names = family_devices(run, query.operator, query.dtype, query.layout)
     for apart, name in rank_devices(query.device, names, device_distance):
-        found = shapes.nearest(run, replace(query, device=name))
-        if found is None:  # tuned shapes of another rank only
-            continue
-        hit = exact(run, found[0], name)
-        if hit is not None:
-            return LookupResult("similar_device_nearest_shape", hit, apart)
+        for key, _ in shapes.ranked(run, replace(query, device=name), max_distance):
+            if admitted(hit := exact(run, key, name)):
+                assert hit is not None
+                return LookupResult("similar_device_nearest_shape", hit, apart)
     return None

@@ -3,7 +3,7 @@ a device. ``ktune.db.records`` exports them with the others."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -43,6 +43,12 @@ class BestRecord:
     job_id: int | None = None
     seq: int | None = None
     tuning: bool = False  # a job of this workload and device is queued or running
+    fingerprint: str = ""  # of its trial (ktune.db.fingerprints): "" is unknown
+    toolchain: dict[str, Any] = field(default_factory=dict)  # its trial's
+    device_toolchain: dict[str, Any] = field(default_factory=dict)  # the device's latest
+    confirmed_ms: float | None = None  # median of all its runs, when its job confirmed it
+    noise_band: float | None = None  # relative noise band of those runs
+    flag: str = ""  # "unconfirmed": its re-measurement disagreed with its first
 
 
 @dataclass(frozen=True)

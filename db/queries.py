@@ -126,6 +126,7 @@ def to_job(row: Row[Any]) -> JobRecord:
         cancel_requested=bool(row.cancel_requested),
         best_config=row.best_config,
         best_seq=row.best_seq,
+        warning=row.warning,
     )
 
 
@@ -150,4 +151,10 @@ def to_trial(row: Row[Any]) -> TrialRecord:
         clock_s=row.clock_s,
         toolchain=row.toolchain,
         created_at=row.created_at,
+        fingerprint=row.fingerprint,
+        reused_from=row.reused_from,
+        confirm_times=None if row.confirm_times is None else tuple(row.confirm_times),
+        confirmed_ms=row.confirmed_ms,
+        noise_band=row.noise_band,
+        flag=row.flag,
     )

@@ -68,6 +68,9 @@ class LookupLog(Protocol):
         *,
         fallback: bool = True,
         device_distance: tiers.DeviceDistance | None = None,
+        admit: tiers.Admit | None = None,
+        max_distance: float | None = None,
+        rejected: list[str] | None = None,
     ) -> LookupResult | None: ...
 
     def best(
@@ -222,11 +225,20 @@ class LogReader:
         *,
         fallback: bool = True,
         device_distance: tiers.DeviceDistance | None = None,
+        admit: tiers.Admit | None = None,
+        max_distance: float | None = None,
+        rejected: list[str] | None = None,
     ) -> LookupResult | None:
         """As :meth:`db.TuningLog.lookup`."""
-        distance = device_distance
         return tiers.lookup(
-            self._run, query, shapes=self._shapes, fallback=fallback, device_distance=distance
+            self._run,
+            query,
+            shapes=self._shapes,
+            fallback=fallback,
+            device_distance=device_distance,
+            admit=admit,
+            max_distance=max_distance,
+            rejected=rejected,
         )
 
     def best(

@@ -24,6 +24,7 @@ __all__ = [
     "LOOKUP_TIERS",
     "TRIAL_STATUSES",
     "BestRecord",
+    "Confirmation",
     "DeviceRecord",
     "JobControl",
     "JobRecord",
@@ -88,6 +89,7 @@ class JobRecord:
     cancel_requested: bool = False
     best_config: dict[str, Any] | None = None  # config of the best trial so far
     best_seq: int | None = None  # its position among the job's trials (TrialOut.seq)
+    warning: str = ""  # why its answer may not be trusted (a machine too noisy)
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,20 @@ class TrialIn:
     clock_s: float = 0.0
     seq: int | None = None
     toolchain: dict[str, Any] = field(default_factory=dict)
+    reused_from: int | None = None  # the earlier trial whose measurement this one reuses
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """A candidate's re-measurement at the end of a job (``TuningLog.confirm``): the medians
+    of its new runs, the median of all its runs, its relative noise band, and its flag
+    (``unconfirmed`` when the new runs disagree with the first beyond the band)."""
+
+    trial_id: int
+    times_ms: tuple[float, ...]
+    confirmed_ms: float
+    noise_band: float
+    flag: str = ""
 
 
 @dataclass(frozen=True)
@@ -150,6 +166,12 @@ class TrialRecord:
     clock_s: float
     toolchain: dict[str, Any]
     created_at: datetime
+    fingerprint: str = ""
+    reused_from: int | None = None
+    confirm_times: tuple[float, ...] | None = None  # re-measured medians, when confirmed
+    confirmed_ms: float | None = None  # median of all its runs, when confirmed
+    noise_band: float | None = None  # relative noise band of its runs, when confirmed
+    flag: str = ""  # "unconfirmed": its re-measurement disagreed beyond the band
 
 
 @dataclass(frozen=True)

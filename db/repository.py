@@ -34,6 +34,7 @@ from ktune.db.engine import (
     translate_errors,
 )
 from ktune.db.errors import driver_errors
+from ktune.db.fingerprints import facets, fingerprint
 from ktune.db.leases import LeaseLost
 from ktune.db.migrate import check_schema, ensure_schema
 from ktune.db.queries import (
@@ -54,6 +55,7 @@ from ktune.db.queries import (
 from ktune.db.records import (
     TRIAL_STATUSES,
     BestRecord,
+    Confirmation,
     DeviceRecord,
     JobControl,
     JobRecord,
@@ -70,6 +72,10 @@ from ktune.db.schema import UTCDateTime, utcnow
 from ktune.db.shape_index import ShapeIndex
 
 __all__ = ["TuningLog"]
+
+#: trial statuses a new measurement of the same config under the same fingerprint repeats
+#: (a timeout may be the machine's load, not the config's: measured again)
+REUSABLE = ("ok", "compile_error", "runtime_error", "wrong_result", "invalid")
 
 #: ids per ``IN (...)`` query (well under SQLite's bound-parameter limit)
 _ID_CHUNK = 500
@@ -409,6 +415,7 @@ class TuningLog:
         candidate = best_rule.batch_candidate(trials, ids)
         if candidate is not None:
             _upsert_best(conn, workload_id, device_id, candidate, now)
+        _note_toolchain(conn, device_id, trials)
         return ids
 
     def record_import(
@@ -516,6 +523,90 @@ class TuningLog:
                 query = select(trial_t.c.id, trial_t.c.config).where(trial_t.c.id.in_(chunk))
                 out.update((row.id, row.config) for row in conn.execute(query))
         return out
+
+    def reusable_trials(
+        self,
+        workload_id: int,
+        device_id: int,
+        fingerprint: str,
+        since: datetime,
+        *,
+        exclude_job: int | None = None,
+    ) -> dict[str, TrialRecord]:
+        """Config key -> the latest trial of (workload, device) with ``fingerprint`` (never the
+        empty one) recorded at or after ``since`` whose outcome a new measurement would repeat
+        (see :data:`REUSABLE`), outside job ``exclude_job``: the log as a measurement cache."""
+        if not fingerprint:
+            return {}
+        c = trial_t.c
+        query = select(trial_t).where(
+            c.workload_id == workload_id,
+            c.device_id == device_id,
+            c.fingerprint == fingerprint,
+            c.status.in_(REUSABLE),
+            c.created_at >= since,
+        )
+        if exclude_job is not None:
+            query = query.where(or_(c.job_id.is_(None), c.job_id != exclude_job))
+        return {t.config_key: t for t in self._trials(query.order_by(c.id))}
+
+    def confirm(
+        self,
+        job_id: int,
+        workload_id: int,
+        device_id: int,
+        confirmations: Sequence[Confirmation],
+        winner: int | None,
+        warning: str = "",
+    ) -> None:
+        """Record a job's confirmation in one transaction: each candidate's re-measurement,
+        the job's warning, and the ``winner`` trial (by the median of all its runs) as the
+        job's best and as the best config of (workload, device). The stored best stays when
+        a trial of another fingerprint recorded after the winner holds it (a newer toolchain
+        or kernel measured it since)."""
+        now = utcnow()
+        by_id = {c.trial_id: c for c in confirmations}
+        with self._write() as conn:
+            if self._owner is not None and not leases.hold(conn, self._owner, job_id, now):
+                self._missing_job(conn, job_id)
+            best_rule.lock_pair(conn, workload_id, device_id)
+            for c in confirmations:
+                conn.execute(
+                    update(trial_t)
+                    .where(trial_t.c.id == c.trial_id)
+                    .values(
+                        confirm_times=list(c.times_ms),
+                        confirmed_ms=c.confirmed_ms,
+                        noise_band=c.noise_band,
+                        flag=c.flag,
+                    )
+                )
+            job_values: dict[str, Any] = {"warning": warning, "heartbeat_at": now}
+            won = by_id.get(winner) if winner is not None else None
+            if won is not None:
+                row = conn.execute(
+                    select(trial_t.c.job_id, trial_t.c.config, trial_t.c.fingerprint).where(
+                        trial_t.c.id == won.trial_id
+                    )
+                ).one()
+                if row.job_id == job_id:
+                    job_values.update(best_trial_id=won.trial_id, best_time_ms=won.confirmed_ms)
+                stored = conn.execute(
+                    select(best_t.c.trial_id, best_t.c.fingerprint).where(
+                        best_t.c.workload_id == workload_id, best_t.c.device_id == device_id
+                    )
+                ).first()
+                newer = (
+                    stored is not None
+                    and stored.fingerprint != row.fingerprint
+                    and stored.trial_id > won.trial_id
+                )
+                if not newer:
+                    candidate = best_rule.Candidate(
+                        won.trial_id, won.confirmed_ms, row.config, False, row.fingerprint
+                    )
+                    _set_best(conn, workload_id, device_id, candidate, now)
+            conn.execute(update(job_t).where(job_t.c.id == job_id).values(job_values))
 
     def _trials(self, query: Select[Any]) -> list[TrialRecord]:
         with self._read() as conn:
@@ -625,13 +716,23 @@ class TuningLog:
         *,
         fallback: bool = True,
         device_distance: tiers.DeviceDistance | None = None,
+        admit: tiers.Admit | None = None,
+        max_distance: float | None = None,
+        rejected: list[str] | None = None,
     ) -> LookupResult | None:
         """The best config for ``query``: exact, else nearest tuned shape on the device, else
         the same workload on the nearest device by ``device_distance``; None if no tier answers.
-        """
+        ``admit``, ``max_distance`` and ``rejected``: see :func:`ktune.db.lookup.lookup`."""
         with self._lookup_sql() as run:
             return tiers.lookup(
-                run, query, shapes=self._shapes, fallback=fallback, device_distance=device_distance
+                run,
+                query,
+                shapes=self._shapes,
+                fallback=fallback,
+                device_distance=device_distance,
+                admit=admit,
+                max_distance=max_distance,
+                rejected=rejected,
             )
 
     def tuned_configs(
@@ -792,18 +893,31 @@ def _upsert_best(
     stored one. The caller holds :func:`ktune.db.best_rule.lock_pair`, so the stored best cannot
     change between reading it and writing."""
     stored = conn.execute(
-        select(best_t.c.time_ms, best_t.c.config).where(
+        select(best_t.c.time_ms, best_t.c.config, best_t.c.fingerprint).where(
             best_t.c.workload_id == workload_id, best_t.c.device_id == device_id
         )
     ).first()
-    if stored is not None and not candidate.displaces(stored.time_ms, stored.config):
+    if stored is not None and not candidate.displaces(
+        stored.time_ms, stored.config, stored.fingerprint
+    ):
         return
+    _set_best(conn, workload_id, device_id, candidate, now)
+
+
+def _set_best(
+    conn: Connection,
+    workload_id: int,
+    device_id: int,
+    candidate: best_rule.Candidate,
+    now: datetime,
+) -> None:
     insert = dialect_insert(conn)(best_t).values(
         workload_id=workload_id,
         device_id=device_id,
         trial_id=candidate.trial_id,
         time_ms=candidate.time_ms,
         config=candidate.config,
+        fingerprint=candidate.fingerprint,
         updated_at=now,
     )
     conn.execute(
@@ -813,10 +927,29 @@ def _upsert_best(
                 "trial_id": insert.excluded.trial_id,
                 "time_ms": insert.excluded.time_ms,
                 "config": insert.excluded.config,
+                "fingerprint": insert.excluded.fingerprint,
                 "updated_at": insert.excluded.updated_at,
             },
         )
     )
+
+
+def _note_toolchain(conn: Connection, device_id: int, trials: Sequence[TrialIn]) -> None:
+    """Record the latest toolchain (without the kernel) of the batch's fingerprinted measured
+    trials as the device's, when it changed: what a lookup tells stale answers by."""
+    latest = next(
+        (t.toolchain for t in reversed(trials) if t.reused_from is None and facets(t.toolchain)),
+        None,
+    )
+    if latest is None:
+        return
+    toolchain = {k: v for k, v in latest.items() if k != "kernel"}
+    if not facets(toolchain):
+        return
+    stored = conn.execute(select(device_t.c.toolchain).where(device_t.c.id == device_id)).first()
+    if stored is not None and facets(stored.toolchain) == facets(toolchain):
+        return
+    conn.execute(update(device_t).where(device_t.c.id == device_id).values(toolchain=toolchain))
 
 
 # -- helpers -----------------------------------------------------------------------------
@@ -885,5 +1018,7 @@ def _trial_row(
         "predicted": trial.predicted,
         "clock_s": trial.clock_s,
         "toolchain": trial.toolchain,
+        "fingerprint": fingerprint(trial.toolchain),
+        "reused_from": trial.reused_from,
         "created_at": now,
     }

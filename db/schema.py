@@ -110,6 +110,9 @@ class Device(Base):
     vendor: Mapped[str] = mapped_column(default="")
     architecture: Mapped[str] = mapped_column(default="")
     spec: Mapped[dict[str, Any] | None]
+    # The latest toolchain its fingerprinted trials ran under (db/fingerprints.py): what a
+    # lookup compares a best config's toolchain with to tell it stale.
+    toolchain: Mapped[dict[str, Any] | None]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
@@ -165,6 +168,8 @@ class Job(Base):
     retries: Mapped[int] = mapped_column(default=0, server_default="0")
     # An import job's content hash: a recording is imported once, by one transaction.
     import_digest: Mapped[str | None] = mapped_column(unique=True)
+    # Why its answer may not be trusted: repeated runs too noisy for the differences measured.
+    warning: Mapped[str] = mapped_column(Text, default="", server_default="")
 
 
 class Trial(Base):
@@ -196,6 +201,16 @@ class Trial(Base):
     predicted: Mapped[float | None]
     clock_s: Mapped[float] = mapped_column(default=0.0)
     toolchain: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    # db/fingerprints.py: the kernel template and toolchain facets of ``toolchain``, hashed
+    fingerprint: Mapped[str] = mapped_column(default="", server_default="")
+    # the trial (of an earlier job) whose measurement this one reuses instead of measuring
+    reused_from: Mapped[int | None]
+    # confirmation at the end of its job: the re-measured medians, the median of all its
+    # runs, the relative noise band, and "unconfirmed" when the runs disagree beyond it
+    confirm_times: Mapped[list[float] | None] = mapped_column(JSON)
+    confirmed_ms: Mapped[float | None]
+    noise_band: Mapped[float | None]
+    flag: Mapped[str] = mapped_column(default="", server_default="")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
@@ -207,6 +222,7 @@ class BestConfig(Base):
     trial_id: Mapped[int] = mapped_column(ForeignKey("trial.id"))
     time_ms: Mapped[float]
     config: Mapped[dict[str, Any]]
+    fingerprint: Mapped[str] = mapped_column(default="", server_default="")
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 

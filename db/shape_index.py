@@ -85,6 +85,35 @@ class ShapeIndex:
                 best, best_distance = i, distance
         return shapes.keys[best], best_distance
 
+    def ranked(
+        self, run: RunSql, query: LookupQuery, max_distance: float | None = None
+    ) -> list[tuple[str, float]]:
+        """Key and distance of every tuned shape of the query's family within
+        ``max_distance`` (all when None), nearest first, the smaller key first among equals."""
+        by_rank = self._family(run, (query.operator, query.dtype, query.layout, query.device))
+        shapes = by_rank.get(len(query.shape))
+        if shapes is None:
+            return []
+        asked = [math.log2(d) for d in query.shape]
+        limit = math.inf if max_distance is None else max_distance
+        np = _numpy()
+        if np is not None:
+            diff = np.abs(np.array(asked) - shapes.array(np))
+            distances = diff[:, 0].copy()
+            for k in range(1, diff.shape[1]):  # left to right, as shape_distance's sum
+                distances += diff[:, k]
+            order = np.argsort(distances, kind="stable")  # keys are sorted: ties by key
+            return [(shapes.keys[i], float(distances[i])) for i in order if distances[i] <= limit]
+        found: list[tuple[float, int]] = []
+        for i, tuned in enumerate(shapes.log2):
+            distance = 0.0
+            for a, t in zip(asked, tuned):  # left to right, as shape_distance's sum
+                distance += abs(a - t)
+            if distance <= limit:
+                found.append((distance, i))
+        found.sort()
+        return [(shapes.keys[i], d) for d, i in found]
+
     def _family(self, run: RunSql, family: _Family) -> dict[int, _Shapes]:
         version = best_count(run)
         with self._lock:

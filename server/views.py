@@ -12,6 +12,7 @@ import re
 from ktune.db import JobRecord, TrialRecord
 from ktune.server.recordings import RecordingCatalog
 from ktune.server.schemas.jobs import BudgetOut, JobOut, SpaceRef, TrialOut
+from ktune.tuner.confirmation import spread
 from ktune.tuner.sources import (
     CustomOptions,
     JobOptions,
@@ -103,6 +104,7 @@ def job_out(job: JobRecord, catalog: RecordingCatalog) -> JobOut:
         clock_s=job.clock_s,
         space=_space(options, catalog),
         error=redact(job.error),
+        warning=job.warning,
         cancel_requested=job.cancel_requested,
         runner=runner_label(job.claimed_by),
         created_at=job.created_at,
@@ -125,4 +127,9 @@ def trial_out(t: TrialRecord) -> TrialOut:
         predicted=t.predicted,
         strategy=t.strategy,
         error=redact(t.error[:_MAX_ERROR]),
+        spread=spread(t.times_ms),
+        reused_from=t.reused_from,
+        confirmed_ms=t.confirmed_ms,
+        noise_band=t.noise_band,
+        flag=t.flag,
     )

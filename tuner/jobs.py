@@ -14,13 +14,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from ktune.db import JobRecord, JobSpec, LeaseLost, TrialIn, TuningLog
+from ktune.db.fingerprints import fingerprint
+from ktune.search_space.operators.fingerprint import kernel_hash
 from ktune.tuner import strategies
 from ktune.tuner.budget import Budget
+from ktune.tuner.confirmation import DEFAULT_TOP, confirm
 from ktune.tuner.context import search_context
 from ktune.tuner.holder import live_holder
 from ktune.tuner.loop import Batch, Outcome, Stop, StopCheck, Tuner, TunerState
-from ktune.tuner.measure.base import Backend
+from ktune.tuner.measure.base import Backend, Measurement
 from ktune.tuner.resume import restore
+from ktune.tuner.reuse import ReusingBackend, reusable
 from ktune.tuner.sources import Environment, JobOptions, Source, SourceError, open_source
 from ktune.tuner.strategies.base import Strategy
 
@@ -35,13 +39,20 @@ class JobError(ValueError):
 
 @dataclass(frozen=True)
 class JobRequest:
-    """A validated request for a job on an opened source (``ktune.tuner.sources.open_source``)."""
+    """A validated request for a job on an opened source (``ktune.tuner.sources.open_source``).
+
+    ``reuse_window_s``: how old a logged trial may be to be reused instead of measured (None:
+    ``ktune.tuner.reuse.DEFAULT_WINDOW_S``; 0: measure everything); ``confirm``: how many top
+    candidates are re-measured before the job ends (None: ``ktune.tuner.confirmation``'s
+    default; 0: none)."""
 
     source: Source
     strategy: str
     budget: Budget
     seed: int | None = None
     batch_size: int = 1
+    reuse_window_s: float | None = None
+    confirm: int | None = None
 
     def __post_init__(self) -> None:
         if self.batch_size <= 0:
@@ -103,7 +114,15 @@ def create_job(tlog: TuningLog, request: JobRequest, *, state: str = "queued") -
     workload = tlog.get_or_create_workload(
         wl.key, wl.operator, wl.shape, wl.dtype, wl.layout, space=source.space.to_dict()
     )
-    options = JobOptions(source.options, patience=request.budget.patience)
+    try:
+        options = JobOptions(
+            source.options,
+            patience=request.budget.patience,
+            reuse_window_s=request.reuse_window_s,
+            confirm=request.confirm,
+        )
+    except SourceError as exc:
+        raise JobError(str(exc)) from None
     job_spec = JobSpec(
         workload_id=workload.id,
         device_id=device.id,
@@ -127,6 +146,7 @@ class _Prepared:
     state: TunerState
     backend: Backend
     versions: dict[str, str]
+    confirm: int
 
 
 def _prepare(
@@ -158,9 +178,17 @@ def _prepare(
         log.warning(
             "job %d: strategy replay diverged; restored from %d trials instead", job_id, len(trials)
         )
-    backend = source.backend()
     versions = {**toolchain(), **_device_versions(source)}
-    return _Prepared(source, budget_of(job, options), strategy, state, backend, versions)
+    kernel = kernel_hash(source.workload.operator)
+    if kernel is not None:
+        versions["kernel"] = kernel
+    mark, window = fingerprint(versions), options.reuse_window_s
+    known = reusable(tlog, spec.workload_id, spec.device_id, mark, window, job_id)
+    backend: Backend = source.backend()
+    if known:
+        backend = ReusingBackend(backend, known, space.key)
+    top = DEFAULT_TOP if options.confirm is None else options.confirm
+    return _Prepared(source, budget_of(job, options), strategy, state, backend, versions, top)
 
 
 def run_job(
@@ -219,6 +247,7 @@ def run_job(
                 clock_s=clock,
                 seq=batch.first_seq + i,
                 toolchain=versions,
+                reused_from=_reused_from(m),
             )
             for i, (m, clock) in enumerate(zip(batch.measurements, batch.clocks_s))
         ]
@@ -252,12 +281,43 @@ def run_job(
         except LeaseLost:
             return Outcome(Stop.LEASE_LOST, prepared.state)
         outcome = tuner.run()
+        if outcome.stop is None and prepared.confirm > 0:
+            _confirm(tlog, job_id, prepared)
+    except LeaseLost:
+        return Outcome(Stop.LEASE_LOST, prepared.state)
     except (KeyboardInterrupt, Exception) as exc:
         _mark_stopped(tlog, job_id, exc)
         raise
     finally:
         prepared.backend.close()
     return _record_end(tlog, job_id, outcome)
+
+
+def _reused_from(m: Measurement) -> int | None:
+    value = m.extra.get("reused_from")
+    return value if isinstance(value, int) else None
+
+
+def _confirm(tlog: TuningLog, job_id: int, prepared: _Prepared) -> None:
+    """Re-measure the job's top candidates and publish the confirmed winner
+    (``ktune.tuner.confirmation``), with the job's warning when the machine is too noisy."""
+    job = tlog.get_job(job_id)
+    assert job is not None
+    backend = prepared.backend
+    inner = backend.inner if isinstance(backend, ReusingBackend) else backend
+    found = confirm(inner, tlog.job_trials(job_id), top=prepared.confirm)
+    if not found.confirmations:
+        return
+    tlog.confirm(
+        job_id,
+        job.spec.workload_id,
+        job.spec.device_id,
+        found.confirmations,
+        found.winner,
+        found.warning,
+    )
+    if found.warning:
+        log.warning("job %d: %s", job_id, found.warning)
 
 
 def _record_end(tlog: TuningLog, job_id: int, outcome: Outcome) -> Outcome:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from collections.abc import Sequence
 from contextlib import closing
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NamedTuple, NoReturn
 
 from ktune.cli import common
 from ktune.cli.common import DB_HELP, CliError, check_output, persistent_log
@@ -84,6 +85,23 @@ def _parser(prog: str) -> argparse.ArgumentParser:
         help="Only an exact answer: no nearest shape, similar device or model.",
     )
     option(
+        "--allow-stale",
+        action="store_true",
+        help=(
+            "Accept a config measured with an older kernel template or toolchain when no fresh "
+            "one answers (the answer then says stale, and why)."
+        ),
+    )
+    option(
+        "--max-distance",
+        metavar="D",
+        type=_distance,
+        help=(
+            "Farthest tuned shape that may answer: sum over dimensions of |log2(asked/tuned)| "
+            "(default $KTUNE_MAX_DISTANCE, else 4; 'inf': no limit)."
+        ),
+    )
+    option(
         "-f",
         "--format",
         dest="fmt",
@@ -115,6 +133,16 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     return parser
 
 
+def _distance(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0 or 'inf', got {text[:40]!r}")
+    return value
+
+
 class _Best:
     """``ktune best`` as :func:`ktune.cli.app.main` runs a command: ``main(args, prog_name)``
     returns the exit code (errors are raised, as CliError and the lookup's own)."""
@@ -138,11 +166,19 @@ class _Best:
             given.prefix,
             given.output,
             persistent_log(given.db),
+            _Trust(given.allow_stale, given.max_distance),
         )
         return 0
 
 
 best = _Best()
+
+
+class _Trust(NamedTuple):
+    """What a lookup accepts: stale answers, and how far a tuned shape may be."""
+
+    allow_stale: bool = False
+    max_distance: float | None = None
 
 
 def _best(
@@ -157,6 +193,7 @@ def _best(
     prefix: str,
     output: Path | None,
     db: str | None,
+    trust: _Trust = _Trust(),
 ) -> None:
     lookup_mode = (
         operator is not None
@@ -188,10 +225,10 @@ def _best(
         )
     with closing(open_read_only(db)) as log:
         if fmt is BestFormat.header:
-            text = _header(log, workload, device, operator, shape, dtype, layout, exact)
+            text = _header(log, workload, device, operator, shape, dtype, layout, exact, trust)
             _emit(text, output)
             return
-        answer = _lookup(log, workload, device, operator, shape, dtype, layout, exact)
+        answer = _lookup(log, workload, device, operator, shape, dtype, layout, exact, trust)
     if fmt is BestFormat.env:
         if not ENV_NAME.fullmatch(prefix):
             raise CliError(
@@ -203,7 +240,7 @@ def _best(
     else:
         from ktune.cli.output import format_config, format_ms
 
-        table = _table("tier", "tuned for", "on", "time", "config")
+        table = _table("tier", "tuned for", "on", "time", "config", "trust")
         tier = f"{answer.tier} (still tuning)" if answer.tuning else answer.tier
         table.add_row(
             tier,
@@ -211,8 +248,22 @@ def _best(
             answer.device,
             format_ms(answer.time_ms),
             format_config(answer.config),
+            _trust_text(answer),
         )
         common.out.print(table)
+        for note in answer.notes:
+            common.err.print(f"passed over: {note}", markup=False, highlight=False)
+
+
+def _trust_text(answer: Answer) -> str:
+    """Validity, freshness and confirmation of an answer, in a few words."""
+    words = [f"valid: {answer.validity}"]
+    if answer.stale:
+        words.append(f"STALE ({answer.stale_reason})")
+    if answer.confirmed is not None:
+        band = "" if answer.noise_band is None else f" ±{answer.noise_band:.0%}"
+        words.append(("confirmed" if answer.confirmed else "UNCONFIRMED") + band)
+    return "; ".join(words)
 
 
 def _emit(text: str | None, output: Path | None) -> None:
@@ -239,7 +290,9 @@ def _lookup(
     dtype: str,
     layout: str,
     exact: bool,
+    trust: _Trust = _Trust(),
 ) -> Answer:
+    misses: list[str] = []
     try:
         answer = lookup(
             operator,
@@ -250,13 +303,20 @@ def _lookup(
             workload=workload,
             db=log,
             fallback=not exact,
+            allow_stale=trust.allow_stale,
+            max_distance=trust.max_distance,
+            misses=misses,
         )
     except LookupInputError as exc:
-        raise CliError(f"--{exc.field}: {exc.message}") from None
+        raise CliError(f"--{exc.field.replace('_', '-')}: {exc.message}") from None
     if answer is None:
         asked = workload or f"{operator} {shape}"
+        why = f": {'; '.join(dict.fromkeys(misses))}" if misses else ""
+        if any(m.split(": ", 1)[-1].startswith("stale") for m in misses):
+            why += " (--allow-stale accepts a stale answer)"
         raise CliError(
-            f"no tuned config for {asked} on {device!r}" + (" (--exact)" if exact else ""), 1
+            f"no tuned config for {asked} on {device!r}" + (" (--exact)" if exact else "") + why,
+            1,
         )
     return answer
 
@@ -270,6 +330,7 @@ def _header(
     dtype: str,
     layout: str,
     exact: bool,
+    trust: _Trust = _Trust(),
 ) -> str:
     answer = None
     if workload is not None:
@@ -278,11 +339,11 @@ def _header(
         except WorkloadError as exc:
             raise CliError(f"--workload: {exc}") from None
         operator, dtype, layout = parsed.operator, parsed.dtype, parsed.layout
-        answer = _lookup(log, workload, device, None, None, "", "", exact)
+        answer = _lookup(log, workload, device, None, None, "", "", exact, trust)
     elif operator is None:
         raise CliError("--format header needs --operator (or --workload)")
     elif shape is not None:
-        answer = _lookup(log, None, device, operator, shape, dtype, layout, exact)
+        answer = _lookup(log, None, device, operator, shape, dtype, layout, exact, trust)
     from ktune.tuner.lookup.header import NotTuned, header
 
     try:
@@ -294,7 +355,11 @@ def _header(
             layout=layout,
             answer=answer,
             exact=exact,
+            allow_stale=trust.allow_stale,
+            max_distance=trust.max_distance,
         )
+    except ValueError as exc:  # $KTUNE_MAX_DISTANCE
+        raise CliError(str(exc)) from None
     except NotTuned as exc:
         raise CliError(f"{exc}" + (" (--exact)" if exact else ""), 1) from None
 

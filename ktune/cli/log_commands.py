@@ -99,22 +99,39 @@ def trials(
     with open_log(db, read_only=True) as tlog:
         if tlog.get_job(job) is None:
             raise CliError(f"no job {job} in the tuning log {tlog.url}")
+        record = tlog.get_job(job)
         rows = tlog.job_trials(job)
+    from ktune.tuner.confirmation import spread
+    from ktune.tuner.insight.throughput import rate, work_of
+
+    assert record is not None
+    work = work_of(record.workload_key)
     if fmt is TrialFormat.json:
         print(json.dumps([trial_row(t) for t in rows], indent=1))
     elif fmt is TrialFormat.csv:
         print(trials_csv(rows), end="")
     else:
-        table = _table("#", "status", "time", "clock", "config")
+        table = _table("#", "status", "time", "spread", "GFLOP/s", "GB/s", "clock", "config")
         for t in rows:
+            width = spread(t.times_ms)
+            flops, moved = rate(work.flops, t.time_ms), rate(work.bytes, t.time_ms)
+            status = t.status + (" (reused)" if t.reused_from is not None else "")
+            time_text = format_ms(t.time_ms)
+            if t.confirmed_ms is not None:
+                time_text += f" -> {format_ms(t.confirmed_ms)}" + (f" {t.flag}" if t.flag else "")
             table.add_row(
                 str(t.seq),
-                t.status,
-                format_ms(t.time_ms),
+                status,
+                time_text,
+                "-" if width is None else f"±{width / 2:.0%}",
+                "-" if flops is None else f"{flops:.1f}",
+                "-" if moved is None else f"{moved:.1f}",
                 format_duration(t.clock_s),
                 format_config(t.config),
             )
         common.out.print(table)
+        if record.warning:
+            common.err.print(f"warning: {record.warning}", markup=False, highlight=False)
 
 
 def devices(db: DbOption = None) -> None:

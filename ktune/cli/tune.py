@@ -492,11 +492,16 @@ def _summary(
     )
     if ok:
         best = min(ok, key=lambda t: (t.time_ms, t.seq))
+        # a confirmed job publishes the best median over its re-measured candidates
+        best = next((t for t in ok if t.id == job.best_trial_id and t.confirmed_ms), best)
         # numbered as `ktune trials` numbers it (its "#" column, from 0)
         line = (
             f"  best          {format_ms(best.time_ms)} "
             f"at trial #{best.seq if best.seq is not None else '?'}"
         )
+        if best.confirmed_ms is not None:
+            band = f" ±{best.noise_band:.0%}" if best.noise_band is not None else ""
+            line += f", confirmed {format_ms(best.confirmed_ms)}{band}"
         if optimum_ms and best.time_ms is not None:  # always set: `ok` keeps timed trials only
             line += (
                 f", {best.time_ms / optimum_ms:.3f} x the recording's optimum "
@@ -507,6 +512,8 @@ def _summary(
     else:
         out.print("  best          none: no configuration ran successfully")
     out.print(f"  tuning log    {tlog.url}  (`ktune trials {job_id}`)")
+    if job.warning:
+        err.print(f"warning: {job.warning}", markup=False)
     if out_file is not None:
         out.print(f"  trials file   {out_file}")
     if trials and not ok:

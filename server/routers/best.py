@@ -48,8 +48,23 @@ def best(
         ),
     ] = None,
     fallback: Annotated[bool, Query(description="false: exact answers only.")] = True,
+    allow_stale: Annotated[
+        bool,
+        Query(description="Accept a config measured with an older kernel template or toolchain."),
+    ] = False,
+    max_distance: Annotated[
+        float | None,
+        Query(
+            ge=0,
+            description=(
+                "Farthest tuned shape that may answer (sum of |log2(asked/tuned)|); "
+                "default $KTUNE_MAX_DISTANCE, else 4."
+            ),
+        ),
+    ] = None,
 ) -> JSONResponse:
     started = time.perf_counter()
+    misses: list[str] = []
     try:
         answer = lookup(
             operator,
@@ -60,6 +75,9 @@ def best(
             workload=workload,
             db=tlog,
             fallback=fallback,
+            allow_stale=allow_stale,
+            max_distance=max_distance,
+            misses=misses,
         )
     except LookupInputError as exc:
         raise invalid(("query", exc.field), exc.message) from None
@@ -71,6 +89,7 @@ def best(
         raise HTTPException(
             status.HTTP_404_NOT_FOUND,
             detail=f"no tuned config for {asked} on {device!r}"
-            + ("" if fallback else " (exact answers only)"),
+            + ("" if fallback else " (exact answers only)")
+            + (f": {'; '.join(dict.fromkeys(misses))}" if misses else ""),
         )
     return JSONResponse(answer.to_dict())

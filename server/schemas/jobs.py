@@ -266,6 +266,9 @@ class JobOut(BaseModel):
     clock_s: float = Field(description="Tuning time spent (replayed GPU time for recordings).")
     space: SpaceRef | None
     error: str
+    warning: str = Field(
+        "", description="Why its answer may not be trusted: a machine too noisy to tune on."
+    )
     cancel_requested: bool
     runner: str | None
     created_at: datetime
@@ -295,6 +298,17 @@ class TrialOut(BaseModel):
     predicted: float | None
     strategy: str
     error: str
+    spread: float | None = Field(
+        None, description="Relative interquartile range of times_ms (null: under two runs)."
+    )
+    reused_from: int | None = Field(
+        None, description="The log's trial whose measurement this one reuses (not measured)."
+    )
+    confirmed_ms: float | None = Field(
+        None, description="Median of all its runs when its job re-measured it before ending."
+    )
+    noise_band: float | None = None
+    flag: str = Field("", description="unconfirmed: its re-measurement disagreed.")
 
 
 class TrialPage(BaseModel):

@@ -44,3 +44,19 @@ class AnswerOut(BaseModel):
     )
     distance: float = Field(description="0 when exact, else the shape or device distance.")
     updated_at: str | None
+    validity: Literal["measured", "checked", "unchecked"] = Field(
+        description=(
+            "measured: tuned for this very workload; checked: the operator's requirements hold "
+            "at the asked shape; unchecked: no rule of this operator is known (recorded space)."
+        )
+    )
+    stale: bool = Field(
+        description="Measured with an older kernel template or toolchain (allow_stale only)."
+    )
+    stale_reason: str
+    confirmed: bool | None = Field(
+        description="Its job re-measured it against the runner-ups; null: never re-measured."
+    )
+    noise_band: float | None = Field(description="Relative noise band of its runs.")
+    flag: str = Field(description="unconfirmed: its re-measurement disagreed with the first.")
+    notes: list[str] = Field(description="Tuned configs passed over, and why.")

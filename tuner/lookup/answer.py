@@ -26,6 +26,14 @@ class Answer:
     ``ktune trials JOB``); both None for a model's choice or a measurement recorded outside
     any job. ``tuning``: a job of ``workload`` on ``device`` is still queued or running, so
     the answer may still improve (a build may want to wait for it, or say so).
+
+    ``validity``: ``measured`` (tuned for this very workload), ``checked`` (the operator's
+    requirements hold at the asked shape) or ``unchecked`` (the log knows no rule for this
+    operator: a recorded space or a custom kernel). ``stale`` (with ``stale_reason``): measured
+    with an older kernel template or toolchain, given only when asked to allow it.
+    ``confirmed``: its job re-measured it against the runner-ups (None: not confirmed), with
+    the relative ``noise_band`` of its runs; ``flag`` ``unconfirmed``: the re-measurement
+    disagreed with the first beyond the band. ``notes``: tuned configs passed over, and why.
     """
 
     query: LookupQuery
@@ -39,11 +47,33 @@ class Answer:
     updated_at: datetime | None
     job: int | None = None  # last, so answers built by position (a model choice) still work
     tuning: bool = False
+    validity: str = "unchecked"
+    stale: bool = False
+    stale_reason: str = ""
+    confirmed: bool | None = None
+    noise_band: float | None = None
+    flag: str = ""
+    notes: tuple[str, ...] = ()
 
     @classmethod
-    def from_result(cls, query: LookupQuery, result: LookupResult) -> Answer:
+    def from_result(
+        cls,
+        query: LookupQuery,
+        result: LookupResult,
+        *,
+        validity: str = "unchecked",
+        stale_reason: str | None = None,
+        notes: tuple[str, ...] = (),
+    ) -> Answer:
         tuned = result.tuned
         return cls(
+            validity=validity,
+            stale=stale_reason is not None,
+            stale_reason=stale_reason or "",
+            confirmed=None if tuned.confirmed_ms is None else tuned.flag != "unconfirmed",
+            noise_band=tuned.noise_band,
+            flag=tuned.flag,
+            notes=notes,
             query=query,
             tier=result.tier,
             workload=tuned.workload_key,
@@ -79,6 +109,13 @@ class Answer:
             "tuning": self.tuning,
             "distance": self.distance,
             "updated_at": None if self.updated_at is None else utc_timestamp(self.updated_at),
+            "validity": self.validity,
+            "stale": self.stale,
+            "stale_reason": self.stale_reason,
+            "confirmed": self.confirmed,
+            "noise_band": self.noise_band,
+            "flag": self.flag,
+            "notes": list(self.notes),
         }
 
 

@@ -16,18 +16,20 @@ from typing import Any
 
 from ktune.db.lookup_records import BestRecord
 from ktune.db.reader import LookupLog
+from ktune.search_space.operators.fingerprint import kernel_hash
 from ktune.tuner.lookup.answer import Answer
 from ktune.tuner.lookup.query import own_family
 from ktune.tuner.lookup.render import RenderError
 from ktune.tuner.lookup.render import identifier as _ident
 from ktune.tuner.lookup.similarity import device_distance
 from ktune.tuner.lookup.tiers import canonical_device
+from ktune.tuner.lookup.trust import default_max_distance, stale_reason
 
 __all__ = ["NotTuned", "header", "render_header"]
 
 _INT32 = 2**31 - 1
 #: macro suffixes the header itself defines: a parameter of that name gets a trailing ``_``
-_OWN_MACROS = {"TIER", "RANK", "N_TUNED"}
+_OWN_MACROS = {"TIER", "RANK", "N_TUNED", "MAX_DISTANCE"}
 #: words a struct field cannot be in C (C23) or C++ (C++23, alternative tokens included), and
 #: lowercase macros that compilers or the C library predefine: such a field gets a trailing ``_``
 _NOT_FIELDS = frozenset(
@@ -158,6 +160,8 @@ def header(
     layout: str = "",
     answer: Answer | None = None,
     exact: bool = False,
+    allow_stale: bool = False,
+    max_distance: float | None = None,
 ) -> str:
     """The header of ``operator``'s tuned shapes on ``device``, with ``answer`` (a lookup's,
     for the shape a build asked about) among its ``#define``s.
@@ -166,8 +170,11 @@ def header(
     answered. Without one, those of (``operator``, ``dtype``, ``layout``) on ``device``; for
     ktune's own operators, blanks take the operator's defaults (as ``ktune tune`` does) when
     the family as given has none; and unless ``exact``, a device without any gets the shapes
-    of the most similar device that has some. Raises :class:`NotTuned` when there are none,
-    :class:`RenderError` when they cannot be written.
+    of the most similar device that has some. Configs measured with an older kernel template
+    or toolchain are left out unless ``allow_stale``. The dispatch serves a shape only with a
+    config whose operator's requirements hold there, within ``max_distance`` (None: the
+    lookup's default). Raises :class:`NotTuned` when there are none, :class:`RenderError` when
+    they cannot be written.
     """
     asked = canonical_device(log, device)
     if answer is not None:
@@ -196,14 +203,21 @@ def header(
                 )
     if not tuned:
         raise NotTuned(f"no tuned shapes of {operator} on {device!r}")
+    fresh = [t for t in tuned if allow_stale or stale_reason(t) is None]
+    if not fresh:
+        raise NotTuned(
+            f"every tuned shape of {operator} on {tuned_on!r} is stale "
+            f"({stale_reason(tuned[0])}): --allow-stale accepts them"
+        )
     return render_header(
-        tuned,
+        fresh,
         operator=operator,
         device=tuned_on,
         asked_device=asked,
         answer=answer,
         dtype=dtype,
         layout=layout,
+        max_distance=default_max_distance() if max_distance is None else max_distance,
     )
 
 
@@ -216,6 +230,7 @@ def render_header(
     dtype: str = "",
     layout: str = "",
     asked_device: str | None = None,
+    max_distance: float = math.inf,
 ) -> str:
     """A C/C++ (C99 or later) header for ``operator`` over its shapes ``tuned`` on ``device``
     (for ``asked_device`` when that has none and ``device`` is the most similar).
@@ -223,7 +238,9 @@ def render_header(
     ``answer``, when given, is also written as plain ``#define``s (the config for the shape
     that was asked). Raises :class:`RenderError` when the tuned configs cannot share one
     C struct (different parameters, a string where a number was, mixed ranks). The header
-    names no path or time, so the same log gives the same bytes on any machine.
+    names no path or time, so the same log gives the same bytes on any machine. Its dispatch
+    skips a config whose operator's requirements fail at the called shape (ktune's operators)
+    and tuned shapes farther than ``max_distance``.
     """
     if not tuned:
         raise RenderError(f"no tuned shapes of {operator} on {device!r}")
@@ -239,6 +256,8 @@ def render_header(
     macro, c_name = f"KTUNE_{base}", f"ktune_{base.lower()}"
     struct = f"{c_name}_config"
     n = len(tuned)
+    valid_code, valid_note = _validity_code(tuned, operator, c_name, rank)
+    limit = _c_value(float(max_distance)) if math.isfinite(max_distance) else "HUGE_VAL"
 
     family = operator + (f" ({dtype}" + (f", {layout}" if layout else "") + ")" if dtype else "")
     stand_in = ""
@@ -261,6 +280,7 @@ def render_header(
         f"#define {macro}_H_",
         "",
         "#include <math.h>",
+        "#include <stdint.h>",
         "",
     ]
     if answer is not None:
@@ -302,15 +322,20 @@ def render_header(
         ],
         "};",
         "",
+        *valid_code,
         (
             f"/* The config tuned for the shape nearest to `shape` ({rank} sizes); "
-            "an exact match wins."
+            f"an exact match wins; {valid_note}."
         ),
-        " * NULL when a size is not positive. */",
+        (
+            " * NULL when a size is not positive, or no valid config is tuned within distance "
+            f"{macro}_MAX_DISTANCE. */"
+        ),
+        f"#define {macro}_MAX_DISTANCE {limit}",
         f"static inline const {struct} *{c_name}_select(const long long *shape)",
         "{",
-        "    int best = 0;",
-        "    double best_distance = HUGE_VAL;",
+        "    int best = -1;",
+        f"    double best_distance = {macro}_MAX_DISTANCE;",
         f"    for (int k = 0; k < {macro}_RANK; ++k)",
         "        if (shape[k] <= 0)",
         "            return 0;",
@@ -321,18 +346,88 @@ def render_header(
             "            distance += fabs(log2((double)shape[k]) - "
             f"log2((double){c_name}_shapes[i][k]));"
         ),
-        "        if (distance < best_distance) {",
+        (
+            "        if (distance <= best_distance && (best < 0 || distance < best_distance)"
+            + (f" && {c_name}_valid(i, shape)" if valid_code else "")
+            + ") {"
+        ),
         "            best_distance = distance;",
         "            best = i;",
         "        }",
         "    }",
-        f"    return &{c_name}_configs[best];",
+        "    return best < 0 ? 0 : &" + c_name + "_configs[best];",
         "}",
         "",
         f"#endif /* {macro}_H_ */",
         "",
     ]
     return "\n".join(lines)
+
+
+def _validity_code(
+    tuned: Sequence[BestRecord], operator: str, c_name: str, rank: int
+) -> tuple[list[str], str]:
+    """The C of ``{c_name}_valid(i, shape)`` (whether tuned config ``i`` meets its operator's
+    requirements at ``shape``) and what the header's comment says of it; no code where the
+    operator has no requirements, or where they cannot be written over the shape."""
+    if kernel_hash(operator) is None:
+        return [], "validity at other shapes unchecked: the log knows no rule of this operator"
+    from ktune.search_space.operators.base import OperatorError
+    from ktune.search_space.operators.expressions import C_HELPERS, int_expr
+    from ktune.search_space.workload import Workload
+
+    op = _operator(operator)
+    requirements = tuple(getattr(op, "requirements", ()))
+    if not requirements:
+        return [], "every config is valid at every shape"
+    entry = op.entry
+    if len(entry.sizes) != rank or any(
+        tuple(op.entry_sizes(Workload.from_key(t.workload_key))) != tuple(t.shape) for t in tuned
+    ):
+        return [], "validity at other shapes unchecked: sizes unlike the shape"
+    names = [*entry.sizes, *(d for d, _ in entry.derived)]
+    unpack = [f"    const int64_t {n} = (int64_t)shape[{i}];" for i, n in enumerate(entry.sizes)]
+    unpack += [
+        f"    const int64_t {d} = {int_expr(e).c({}, set(names))};" for d, e in entry.derived
+    ]
+    cases = []
+    for i, t in enumerate(tuned):
+        try:
+            terms = [f"({int_expr(r).c(t.config, set(names))} != 0)" for r in requirements]
+            cond = " && ".join(terms)
+        except (OperatorError, ValueError, TypeError):
+            cond = "1"  # not the operator's knobs: no rule to apply
+        cases.append(f"    case {i}: return {cond};")
+    code = [
+        "#ifndef KTUNE_KT_HELPERS_",
+        "#define KTUNE_KT_HELPERS_",
+        C_HELPERS.rstrip(),
+        "#endif",
+        "",
+        (
+            f"/* Whether tuned config i meets {_comment(operator)}'s requirements at `shape`: "
+            f"{_comment(' and '.join(requirements))}. */"
+        ),
+        f"static inline int {c_name}_valid(int i, const long long *shape)",
+        "{",
+        *unpack,
+        *[f"    (void){n};" for n in names],
+        "    switch (i) {",
+        *cases,
+        "    default: return 0;",
+        "    }",
+        "}",
+        "",
+    ]
+    return code, "a config is served only where its requirements hold"
+
+
+def _operator(name: str) -> Any:
+    from ktune.search_space.operators import REGISTRY, cpu, get
+
+    if name in cpu.REGISTRY:
+        return cpu.get(name)
+    return get(name) if name in REGISTRY else None
 
 
 def _fields(tuned: Sequence[BestRecord]) -> dict[str, str]:

@@ -13,18 +13,21 @@ only for the similar-device tiers, the cost model only for its tier.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ktune.db.lookup_records import LookupQuery
+from ktune.db.lookup import Admit
+from ktune.db.lookup_records import LookupQuery, LookupResult
 from ktune.db.reader import LogReader, LookupLog, open_read_only
 from ktune.db.urls import default_plain, raw_url
 from ktune.tuner.lookup.answer import Answer
 from ktune.tuner.lookup.model_tier import model_choice
 from ktune.tuner.lookup.query import LookupInputError, Question, ask
 from ktune.tuner.lookup.similarity import catalog_knows, device_distance, normalise_name
+from ktune.tuner.lookup.trust import admit, default_max_distance, stale_reason, validity
 
 if TYPE_CHECKING:
     from ktune.db.repository import TuningLog
@@ -44,6 +47,9 @@ def lookup(
     workload: str | None = None,
     db: TuningLog | LookupLog | str | None = None,
     fallback: bool = True,
+    allow_stale: bool = False,
+    max_distance: float | None = None,
+    misses: list[str] | None = None,
 ) -> Answer | None:
     """The best known config of a workload on ``device``, or None when no tier has one.
 
@@ -58,6 +64,15 @@ def lookup(
     the default log; a URL is opened read-only (nothing is created or migrated) once per
     process.
 
+    Every answer is valid at the asked shape (``ktune.tuner.lookup.trust``: among tuned shapes,
+    the nearest one whose config is valid there wins; ``validity`` says whether it could be
+    checked) and fresh: a config measured with an older kernel template or toolchain answers
+    only with ``allow_stale`` (then ``stale`` says so, and why). ``max_distance`` bounds the
+    shape distance of the nearest-shape tiers (None: ``$KTUNE_MAX_DISTANCE``, else
+    :data:`~ktune.tuner.lookup.trust.DEFAULT_MAX_DISTANCE`; ``math.inf``: no bound); beyond it
+    the device and model tiers may still answer. ``misses``, when given, receives why tuned
+    configs were passed over (so a caller can say why nothing answered).
+
     Raises :class:`LookupInputError` (a ``ValueError``) for a malformed question and
     ``db.DatabaseError`` when the log cannot be read (no such log, an older schema: run
     ``ktune db upgrade``, an unreachable server).
@@ -71,25 +86,56 @@ def lookup(
         workload,
     )
     log = db if db is not None and not isinstance(db, str) else open_log(db)
-    return answer_from(log, question, fallback=fallback)
+    return answer_from(
+        log,
+        question,
+        fallback=fallback,
+        allow_stale=allow_stale,
+        max_distance=max_distance,
+        misses=misses,
+    )
 
 
 def answer_from(
-    log: TuningLog | LookupLog, question: Question, *, fallback: bool = True
+    log: TuningLog | LookupLog,
+    question: Question,
+    *,
+    fallback: bool = True,
+    allow_stale: bool = False,
+    max_distance: float | None = None,
+    misses: list[str] | None = None,
 ) -> Answer | None:
     """The answer to a checked question from ``log`` (see :func:`lookup`)."""
-    query = question.query
-    distance = device_distance if fallback else None
-    result = log.lookup(query, fallback=fallback, device_distance=distance)
-    # An exact or nearest-shape answer found the device under this very name; only after a
-    # miss may another spelling of it be the log's (the hot paths ask nothing more).
-    if result is None or result.tier not in _NEAR:
-        canonical = canonical_device(log, query.device)
-        if canonical != query.device:
-            query = replace(query, device=canonical)
-            result = log.lookup(query, fallback=fallback, device_distance=distance)
+    if max_distance is None:
+        try:
+            max_distance = default_max_distance()
+        except ValueError as exc:
+            raise LookupInputError("max_distance", str(exc)) from None
+    elif not max_distance >= 0:
+        raise LookupInputError("max_distance", f"must be a number >= 0, got {max_distance}")
+    rejected: list[str] = []
+    query, result = _tiers(
+        log, question.query, fallback, admit(allow_stale=False), max_distance, rejected
+    )
+    stale = None
+    if allow_stale and (result is None or result.tier not in _NEAR):
+        # nothing fresh near: a stale answer of a nearer tier is better than none
+        old_query, old = _tiers(
+            log, question.query, fallback, admit(allow_stale=True), max_distance, []
+        )
+        if old is not None and (result is None or _TIER_ORDER[old.tier] < _TIER_ORDER[result.tier]):
+            query, result = old_query, old
+            stale = stale_reason(old.tuned)
+    notes = tuple(dict.fromkeys(rejected))
+    if misses is not None:
+        misses.extend(notes)
+        if fallback and (result is None or result.tier not in _NEAR):
+            misses.append(
+                f"no valid{'' if allow_stale else ', fresh'} tuned shape on {query.device!r} "
+                f"within distance {max_distance:g} of the asked one (--max-distance)"
+            )
     if result is not None and result.tier != "similar_device_nearest_shape":
-        return Answer.from_result(query, result)
+        return _answer(query, result, stale, notes)
     if result is None:
         _check_known(log, query)
     # Neither this shape nor this device was measured: a model trained on the log ranks this
@@ -97,8 +143,61 @@ def answer_from(
     # device without a spec), the measured nearest shape of the most similar device answers.
     chosen = model_choice(lambda: _full_log(log), query) if fallback else None
     if chosen is None and result is not None:
-        return Answer.from_result(query, result)
-    return chosen
+        return _answer(query, result, stale, notes)
+    return None if chosen is None else replace(chosen, notes=notes)
+
+
+_TIER_ORDER = {
+    "exact": 0,
+    "nearest_shape": 1,
+    "similar_device": 2,
+    "similar_device_nearest_shape": 3,
+}
+
+
+def _answer(
+    query: LookupQuery, result: LookupResult, stale: str | None, notes: tuple[str, ...]
+) -> Answer:
+    return Answer.from_result(
+        query,
+        result,
+        validity=validity(result.tuned, query),
+        stale_reason=stale,
+        notes=notes,
+    )
+
+
+def _tiers(
+    log: TuningLog | LookupLog,
+    query: LookupQuery,
+    fallback: bool,
+    rule: Admit,
+    max_distance: float,
+    rejected: list[str],
+) -> tuple[LookupQuery, LookupResult | None]:
+    """The log's tiers under ``rule``: the (possibly respelled) query and the result."""
+    distance = device_distance if fallback else None
+    limit = None if math.isinf(max_distance) else max_distance
+
+    def ask(q: LookupQuery) -> LookupResult | None:
+        return log.lookup(
+            q,
+            fallback=fallback,
+            device_distance=distance,
+            admit=rule,
+            max_distance=limit,
+            rejected=rejected,
+        )
+
+    result = ask(query)
+    # An exact or nearest-shape answer found the device under this very name; only after a
+    # miss may another spelling of it be the log's (the hot paths ask nothing more).
+    if result is None or result.tier not in _NEAR:
+        canonical = canonical_device(log, query.device)
+        if canonical != query.device:
+            query = replace(query, device=canonical)
+            result = ask(query)
+    return query, result
 
 
 def canonical_device(log: TuningLog | LookupLog, name: str) -> str:

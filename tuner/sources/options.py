@@ -380,10 +380,16 @@ def options_from_json(backend: str, data: Mapping[str, Any]) -> AnyOptions:
 @dataclass(frozen=True)
 class JobOptions:
     """All a job's ``options`` column holds: its ``source``'s options and the budget's
-    ``patience`` (measurements without a new best before the job stops; None: no limit)."""
+    ``patience`` (measurements without a new best before the job stops; None: no limit);
+    ``reuse_window_s``: how old a trial of the log may be for the job to reuse it instead of
+    measuring (None: the default, ``ktune.tuner.reuse``; 0: measure everything);
+    ``confirm``: how many top candidates it re-measures before it ends (None: the default,
+    ``ktune.tuner.confirmation``; 0: none)."""
 
     source: SourceOptions
     patience: int | None = None
+    reuse_window_s: float | None = None
+    confirm: int | None = None
 
     def __post_init__(self) -> None:
         if self.patience is not None and (
@@ -392,6 +398,10 @@ class JobOptions:
             or self.patience <= 0
         ):
             raise SourceError(f"patience must be > 0 measurements, got {self.patience!r}")
+        if self.reuse_window_s is not None and not self.reuse_window_s >= 0:
+            raise SourceError(f"the reuse window must be >= 0 s, got {self.reuse_window_s!r}")
+        if self.confirm is not None and not 0 <= self.confirm <= 20:
+            raise SourceError(f"confirm must be 0 to 20 candidates, got {self.confirm!r}")
 
     @property
     def backend(self) -> str:
@@ -401,12 +411,22 @@ class JobOptions:
         data = self.source.to_json()
         if self.patience is not None:
             data["patience"] = self.patience
+        if self.reuse_window_s is not None:
+            data["reuse_window_s"] = self.reuse_window_s
+        if self.confirm is not None:
+            data["confirm"] = self.confirm
         return data
 
     @classmethod
     def from_json(cls, backend: str, data: Mapping[str, Any]) -> JobOptions:
         source = options_from_json(backend, data)
-        return cls(source, _Json(data).optional_integer("patience"))
+        read = _Json(data)
+        return cls(
+            source,
+            read.optional_integer("patience"),
+            read.optional_number("reuse_window_s"),
+            read.optional_integer("confirm"),
+        )
 
 
 def _check_constraints(constraints: Sequence[str]) -> None:

@@ -1,0 +1,93 @@
+"""The tuning log as a measurement cache: a job does not measure what the log already holds.
+
+Before a job runs, :func:`reusable` reads the log's trials of the job's workload and device
+with the fingerprint the job's trials will have (same kernel template and toolchain:
+``ktune.db.fingerprints``) recorded within a window (:data:`DEFAULT_WINDOW_S`; the job's
+``reuse_window_s`` option changes it, 0 turns reuse off, as a CPU job on a noisy machine may
+want). :class:`ReusingBackend` then answers those configs from the log instead of measuring
+them: the strategy is told them as if measured, the job records them as its own trials with
+``reused_from`` naming the trial they copy, and they cost no time on the job's clock. They
+count against the job's trial budget (``--budget`` counts the trials a job records, measured
+or reused), so a job never records more trials than asked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
+
+from ktune.db import TrialRecord, TuningLog
+from ktune.db.schema import utcnow
+from ktune.search_space.parameters import Config
+from ktune.tuner.measure.base import Backend, Measurement, Status
+
+__all__ = ["DEFAULT_WINDOW_S", "ReusingBackend", "reusable"]
+
+#: how old a trial may be to be reused by default: 30 days
+DEFAULT_WINDOW_S = 30 * 86400.0
+
+
+def reusable(
+    tlog: TuningLog,
+    workload_id: int,
+    device_id: int,
+    fingerprint: str,
+    window_s: float | None,
+    job_id: int,
+) -> dict[str, TrialRecord]:
+    """Config key -> the log's latest reusable trial (none when the window is 0 or the
+    fingerprint unknown)."""
+    window = DEFAULT_WINDOW_S if window_s is None else window_s
+    if window <= 0 or not fingerprint:
+        return {}
+    since = utcnow() - timedelta(seconds=window)
+    return tlog.reusable_trials(workload_id, device_id, fingerprint, since, exclude_job=job_id)
+
+
+class ReusingBackend(Backend):
+    """``inner``, except that configs whose key is in ``known`` are answered from the log."""
+
+    def __init__(
+        self, inner: Backend, known: Mapping[str, TrialRecord], key: Callable[[Config], str]
+    ) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self._known = dict(known)
+        self._key = key
+        self.reused = 0
+
+    @property
+    def device_name(self) -> str:
+        return self.inner.device_name
+
+    @property
+    def simulated(self) -> bool:
+        return self.inner.simulated
+
+    def measure(self, configs: Sequence[Config]) -> list[Measurement]:
+        found = [self._known.get(self._key(c)) for c in configs]
+        fresh = [c for c, t in zip(configs, found) if t is None]
+        measured = iter(self.inner.measure(fresh) if fresh else [])
+        out = []
+        for config, trial in zip(configs, found):
+            if trial is None:
+                out.append(next(measured))
+                continue
+            self.reused += 1
+            out.append(
+                Measurement(
+                    config=config,
+                    status=Status(trial.status),
+                    time_ms=trial.time_ms,
+                    times_ms=trial.times_ms,
+                    compile_ms=trial.compile_ms,
+                    bench_ms=trial.bench_ms,
+                    cost_s=0.0,
+                    error=trial.error,
+                    extra={"reused_from": trial.id},
+                )
+            )
+        return out
+
+    def close(self) -> None:
+        self.inner.close()
