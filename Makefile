@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 
-.PHONY: run test typecheck compile-sweep test-full bench gpu-check setup setup-test chromium clean
+.PHONY: run test typecheck compile-sweep test-emulate test-full bench gpu-check setup setup-test chromium clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -65,11 +65,16 @@ typecheck: setup-test
 compile-sweep: setup-test
 	KTUNE_COMPILE_SAMPLE=50 $(BIN)/python -m pytest tests/search_space/test_operators_compile.py
 
+# Every operator's kernels run on the CPU (CUDA emulation, g++): many random configs per
+# operator, dtype and layout at awkward shapes, against the reference (`make test` samples).
+test-emulate: setup-test
+	KTUNE_EMULATE_SWEEP=full $(BIN)/python -m pytest -n auto --maxprocesses 4 tests/tuner/test_emulate_operators.py
+
 # The suite as it once ran whole: the full compile sweep, and every test that uses a tuning
 # log on SQLite and on PostgreSQL (13-20 minutes on a 2-core machine).
 test-full: setup-test chromium
 	$(BIN)/ruff check .
-	KTUNE_COMPILE_SAMPLE=50 KTUNE_TEST_EVERY_DATABASE=1 $(BIN)/python -m pytest
+	KTUNE_COMPILE_SAMPLE=50 KTUNE_TEST_EVERY_DATABASE=1 KTUNE_EMULATE_SWEEP=full $(BIN)/python -m pytest
 
 bench: setup-test
 	$(BIN)/python benchmarks/space_construction.py

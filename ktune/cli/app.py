@@ -48,6 +48,10 @@ COMMANDS: dict[str, Entry] = {
         "ktune.cli.tune:tune",
         "Tune a recorded space (--replay), an operator on this GPU or CPU (--op), or resume a job.",
     ),
+    "check": Entry(
+        "ktune.cli.check:check",
+        "Run configs of a GPU operator for the right answer, without timing them.",
+    ),
     "import": Entry(
         "ktune.cli.interchange:import_",
         "Import recorded measurements (a Kernel Tuner cache file, or T4 results with their T1 "

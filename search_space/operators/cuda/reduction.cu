@@ -18,9 +18,9 @@ __device__ __forceinline__ float combine(float a, float b) { return OP_MAX ? fma
 __device__ __forceinline__ void atomic_combine(float* out, float v) {
     if (!OP_MAX) {
         atomicAdd(out, v);
-    } else if (v >= 0.0f) {  // non-negative floats order like their bits as ints
+    } else if (__float_as_int(v) >= 0) {  // sign bit clear: floats order like their bits as ints
         atomicMax(reinterpret_cast<int*>(out), __float_as_int(v));
-    } else {  // negative floats order inversely to their bits as unsigned
+    } else {  // sign bit set (-0.0 too): floats order inversely to their bits as unsigned
         atomicMin(reinterpret_cast<unsigned*>(out), __float_as_uint(v));
     }
 }
