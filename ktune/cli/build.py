@@ -50,6 +50,14 @@ def build(
         list[str] | None,
         typer.Option("--arch", help="GPU architectures to compile for, e.g. sm_80,sm_90."),
     ] = None,
+    allow_stale: Annotated[
+        bool,
+        typer.Option(
+            "--allow-stale",
+            help="Also ship configs measured with an older kernel template or toolchain "
+            "(the manifest says why each is stale).",
+        ),
+    ] = False,
     db: DbOption = None,
 ) -> None:
     """Compile the log's tuned kernels of one device into a library: a C header with one entry
@@ -64,6 +72,7 @@ def build(
         device=device,
         dtypes=_split(dtype),
         archs=_split(arch),
+        allow_stale=allow_stale,
     )
     with open_log(db, read_only=True) as tlog:
         result = run_build(tlog, request)

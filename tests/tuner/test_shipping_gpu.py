@@ -38,7 +38,7 @@ def _config(shape: str, dtype: str, layout: str, name: str, **knobs: int) -> Con
     raise AssertionError(f"no {name} config with {knobs} at {shape}")
 
 
-def _plant(url: str) -> dict[str, Config]:
+def _plant(url: str, toolchain: dict[str, str] | None = None) -> dict[str, Config]:
     """Best trials of fp16 matmul at 4096^3 (vector_width 8) and 1000^3 (vector_width 4),
     and of an NHWC convolution, as imports on an H100."""
     planted = {
@@ -72,6 +72,7 @@ def _plant(url: str) -> dict[str, Config]:
                 time_ms=1.0,
                 times_ms=(1.0,),
                 strategy="import",
+                toolchain=toolchain or {},
             )
             tlog.add_trials(None, workload.id, device.id, "cupy", [row])
     return planted
@@ -177,6 +178,22 @@ def test_a_bad_architecture_is_one_line_and_writes_nothing(
     err = capsys.readouterr().err
     assert code == 2 and "sm_1" in err and err.count("\n") == 1, err
     assert (out / "manifest.json").read_bytes() == before
+
+
+def test_stale_winners_ship_only_when_allowed_and_say_so(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    _plant(url, toolchain={"kernel": "a template ktune no longer has"})
+    out = tmp_path / "kernels"
+    args = ["build", "--op", "matmul", "--arch", "sm_90", "--out", str(out), "--db", url]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "stale" in err and "--allow-stale" in err and not out.exists()
+    assert main([*args, "--allow-stale"]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    served = [s for v in manifest["entries"][0]["variants"] for s in v["serves"]]
+    assert served and all("kernel template" in s["stale"] for s in served)
 
 
 @pytest.mark.gpu

@@ -52,6 +52,7 @@ class BuildRequest:
     device: str | None = None
     dtypes: tuple[str, ...] = ()
     archs: tuple[str, ...] = ()
+    allow_stale: bool = False
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,9 @@ def build(
     for name in request.operators:
         operator_of(name)
     device = request.device or default_device(tlog, request.operators)
-    plans = plan_build(tlog, request.operators, device, request.dtypes)
+    plans = plan_build(
+        tlog, request.operators, device, request.dtypes, allow_stale=request.allow_stale
+    )
     gpu = {p.gpu for p in plans}
     if len(gpu) > 1:
         raise BuildError("a build is for one device: build CPU and GPU operators separately")
@@ -286,6 +289,10 @@ def _manifest(
                                 "job_id": w.job_id,
                                 "seq": w.seq,
                                 "trial_id": w.trial_id,
+                                "confirmed_ms": w.confirmed_ms,
+                                "noise_band": w.noise_band,
+                                "flag": w.flag,
+                                "stale": w.stale,
                             }
                             for w in v.serves
                         ],

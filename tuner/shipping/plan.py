@@ -48,6 +48,10 @@ class Winner:
     job_id: int | None
     seq: int | None
     toolchain: dict[str, Any]
+    confirmed_ms: float | None = None
+    noise_band: float | None = None
+    flag: str = ""
+    stale: str | None = None
 
 
 @dataclass
@@ -125,21 +129,19 @@ def operator_of(name: str) -> Any:
     ) from OperatorError(name)
 
 
-def _toolchain(tlog: TuningLog, job_id: int | None, seq: int | None) -> dict[str, Any]:
-    if job_id is None or seq is None:
-        return {}
-    found = tlog.job_trials(job_id, since=seq, limit=1)
-    return dict(found[0].toolchain) if found and found[0].seq == seq else {}
-
-
 def plan_build(
     tlog: TuningLog,
     operators: Sequence[str],
     device: str,
     dtypes: Sequence[str] = (),
+    *,
+    allow_stale: bool = False,
 ) -> list[EntryPlan]:
     """The entry points of a build of ``operators`` (``dtypes``: all tuned ones when empty) on
-    ``device``; a :class:`BuildError` naming what is missing."""
+    ``device``; a :class:`BuildError` naming what is missing. A best measured with an older
+    kernel template or toolchain (stale) is left out unless ``allow_stale``."""
+    from ktune.tuner.lookup.trust import stale_reason
+
     if not operators:
         raise BuildError("name at least one --operator")
     ops = {name: operator_of(name) for name in dict.fromkeys(operators)}
@@ -158,12 +160,17 @@ def plan_build(
                 )
         records = tlog.tuned_configs(operator=name, device=device)
         groups: dict[tuple[str, str], list[Winner]] = {}
+        stale: list[str] = []
         for rec in records:
             if dtypes and rec.dtype not in dtypes:
                 continue
             workload = Workload.from_key(rec.workload_key)
             if set(rec.config) != set(op.default_config(workload)):
                 continue  # tuned under another interface of the kernel (other knobs)
+            reason = stale_reason(rec)
+            if reason and not allow_stale:
+                stale.append(reason)
+                continue
             winner = Winner(
                 workload,
                 tuple(op.entry_sizes(workload)),
@@ -172,12 +179,21 @@ def plan_build(
                 rec.trial_id,
                 rec.job_id,
                 rec.seq,
-                _toolchain(tlog, rec.job_id, rec.seq),
+                dict(rec.toolchain),
+                rec.confirmed_ms,
+                rec.noise_band,
+                rec.flag,
+                reason,
             )
             base = workload.layout.partition("_pad")[0]
             groups.setdefault((workload.dtype, base), []).append(winner)
         if not groups:
             which = f" {'/'.join(dtypes)}" if dtypes else ""
+            if stale:
+                raise BuildError(
+                    f"every tuned{which} {name} on {device!r} is stale ({stale[0]}): tune again, "
+                    "or ship them with --allow-stale"
+                )
             raise BuildError(f"the log has no tuned{which} {name} on {device!r}")
         for (dtype, layout), winners in sorted(groups.items()):
             plans.append(_entry_plan(op, name, dtype, layout, winners))
