@@ -44,7 +44,7 @@ class JobRequest:
     ``reuse_window_s``: how old a logged trial may be to be reused instead of measured (None:
     ``ktune.tuner.reuse.DEFAULT_WINDOW_S``; 0: measure everything); ``confirm``: how many top
     candidates are re-measured before the job ends (None: ``ktune.tuner.confirmation``'s
-    default; 0: none)."""
+    default, none for a replay, whose re-measurement is the recording's own time; 0: none)."""
 
     source: Source
     strategy: str
@@ -187,7 +187,9 @@ def _prepare(
     backend: Backend = source.backend()
     if known:
         backend = ReusingBackend(backend, known, space.key)
-    top = DEFAULT_TOP if options.confirm is None else options.confirm
+    # a replay answers a re-measurement with the recording's own times: nothing to confirm
+    default_top = 0 if job.spec.backend == "replay" else DEFAULT_TOP
+    top = default_top if options.confirm is None else options.confirm
     return _Prepared(source, budget_of(job, options), strategy, state, backend, versions, top)
 
 
