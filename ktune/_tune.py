@@ -109,8 +109,8 @@ def tune(
     whether it is valid. ``answer``: one expected array per argument (None where unchecked),
     compared with ``atol``; ``verify(answer, outputs, atol) -> bool`` (C only) checks the
     outputs instead. ``metrics``: name -> function of the config with ``time`` (ms) added;
-    ``objective``: ``time`` or a metric's name (metrics: higher is better unless said). The
-    search minimises the measured time; the objective picks :attr:`TuneResult.best`.
+    ``objective``: ``time`` or a metric's name (metrics: higher is better unless said): what
+    the search optimises and what picks :attr:`TuneResult.best` (the log keeps the times).
     ``budget`` (trials) and ``time_budget`` (seconds) bound the job; without either, every
     valid config is measured. ``db``: a tuning-log URL or an open ``TuningLog`` (default: the
     user's log). ``resume``: continue that job (its stored kernel and space) instead.
@@ -134,7 +134,14 @@ def tune(
     higher = (
         (objective != "time") if objective_higher_is_better is None else objective_higher_is_better
     )
-    hooks = KernelHooks(tuple(callables), verify)
+    steer = None
+    if objective != "time":
+        metric = chosen_metrics[objective]
+
+        def steer(config: dict[str, Any], time_ms: float) -> float:
+            return float(metric({**config, "time": time_ms}))
+
+    hooks = KernelHooks(tuple(callables), verify, steer, higher)
     environment = Environment(kernel_hooks=hooks)
     owned = not isinstance(db, TuningLog)
     tlog = TuningLog.open(db) if not isinstance(db, TuningLog) else db

@@ -27,6 +27,7 @@ from ktune.tuner.resume import restore
 from ktune.tuner.reuse import ReusingBackend, reusable
 from ktune.tuner.sources import Environment, JobOptions, Source, SourceError, open_source
 from ktune.tuner.strategies.base import Strategy
+from ktune.tuner.strategies.objective import Steered
 
 __all__ = ["JobError", "JobRequest", "budget_of", "create_job", "run_job", "toolchain"]
 
@@ -168,12 +169,15 @@ def _prepare(
     context = search_context(
         tlog, job, space, source.workload, with_prior=chosen.uses_log, limit=chosen.prior_limit
     )
-    strategy, state, exact = restore(
-        space,
-        lambda: strategies.create(spec.strategy, space, seed=spec.seed, context=context),
-        trials,
-        spec.batch_size,
-    )
+    hooks = environment.kernel_hooks if environment is not None else None
+
+    def make() -> Strategy:
+        made = strategies.create(spec.strategy, space, seed=spec.seed, context=context)
+        if hooks is None or hooks.objective is None:
+            return made
+        return Steered(made, hooks.objective, higher=hooks.higher_is_better)
+
+    strategy, state, exact = restore(space, make, trials, spec.batch_size)
     if trials and not exact:
         log.warning(
             "job %d: strategy replay diverged; restored from %d trials instead", job_id, len(trials)

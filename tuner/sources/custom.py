@@ -17,7 +17,7 @@ import hashlib
 import io
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from ktune.search_space.formats import FormatError, T1Spec, load_t1
 from ktune.search_space.formats.t1 import spec_from_dict
 from ktune.search_space.operators.cpu.custom import CustomCpuOperator, Verify
 from ktune.search_space.operators.custom import CustomOperator, t1_kernel_source
+from ktune.search_space.parameters import Config
 from ktune.search_space.predicates import Predicate
 from ktune.tuner.sources.base import SourceError
 from ktune.tuner.sources.options import CustomOptions
@@ -42,6 +43,9 @@ class KernelHooks:
 
     restrictions: tuple[Predicate, ...] = ()
     verify: Verify | None = None
+    #: (config, time ms) -> the value the search optimises instead of the time
+    objective: Callable[[Config, float], float] | None = None
+    higher_is_better: bool = False
 
     def names(self) -> tuple[str, ...]:
         """The parts given, as a job's options note them."""
