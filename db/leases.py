@@ -73,6 +73,7 @@ def claim(
         "heartbeat_at": now,
         "started_at": sqlfunc.coalesce(job_t.c.started_at, literal(now, UTCDateTime())),
         "finished_at": None,
+        "warning": "",  # a note of why it waited, if any
     }
     candidates = select(job_t.c.id).where(_claimable(now)).order_by(job_t.c.id)
     if backends is not None:

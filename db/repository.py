@@ -656,6 +656,23 @@ class TuningLog:
         with self._write() as conn:
             return leases.retry(conn, holder, job_id, error, max_retries)
 
+    def note_waiting(self, job_ids: Sequence[int], note: str) -> int:
+        """Say in their ``warning`` why queued jobs wait (no runner takes their backend);
+        returns how many notes changed. A claim clears the note."""
+        if not job_ids:
+            return 0
+        with self._write() as conn:
+            done = conn.execute(
+                update(job_t)
+                .where(
+                    job_t.c.id.in_(list(job_ids)),
+                    job_t.c.state == "queued",
+                    job_t.c.warning != note,
+                )
+                .values(warning=note)
+            )
+        return int(done.rowcount or 0)
+
     def job_control(self, job_id: int) -> JobControl | None:
         """State, holder and cancel flag of a job (a runner reads it between batches)."""
         with self._read() as conn:

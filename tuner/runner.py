@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 import os
 import secrets
 import socket
@@ -41,6 +42,7 @@ from ktune.tuner.loop import Stop
 from ktune.tuner.measure.pool import PoolError
 from ktune.tuner.measure.workdirs import sweep_workdirs
 from ktune.tuner.sources import Environment, runnable_backends
+from ktune.tuner.sources.probes import backend_unavailable
 
 __all__ = ["INFRASTRUCTURE_ERRORS", "Runner", "RunnerStatus"]
 
@@ -62,6 +64,20 @@ class RunnerStatus:
     slots: int
     running: tuple[int, ...]
     alive: bool
+
+
+#: how often an idle runner notes why queued jobs it cannot take wait
+EXPLAIN_S = 30.0
+
+
+def waiting_note(backend: str, runner: str, backends: Sequence[str]) -> str:
+    """Why a queued job of ``backend`` waits, as a runner that runs ``backends`` sees it."""
+    note = (
+        f"waiting for a runner of the {backend!r} backend: {runner} runs "
+        f"{', '.join(backends) or 'none'}"
+    )
+    reason = backend_unavailable(backend)
+    return f"{note} ({reason} there)" if reason else note
 
 
 def default_name() -> str:
@@ -113,6 +129,7 @@ class Runner:
         self._claims = itertools.count(1)
         self._slots: list[threading.Thread] = []
         self._heartbeat: threading.Thread | None = None
+        self._explained_at = -math.inf  # when queued jobs it cannot take were last noted
 
     # -- control -------------------------------------------------------------------------
 
@@ -179,10 +196,30 @@ class Runner:
             if job is None:
                 if self.drain:
                     return
+                self._explain_waiting()
                 self._wake.wait(self.poll_s)
                 self._wake.clear()
                 continue
             self._run(job.id, holder)
+
+    def _explain_waiting(self) -> None:
+        """Note on queued jobs of backends this runner does not run why they wait (at most
+        every :data:`EXPLAIN_S` seconds, by one slot)."""
+        with self._lock:
+            now = time.monotonic()
+            if now - self._explained_at < EXPLAIN_S:
+                return
+            self._explained_at = now
+        try:
+            queued = self._tlog.list_jobs(state="queued", limit=500)
+            waiting: dict[str, list[int]] = {}
+            for job in queued:
+                if job.spec.backend not in self.backends:
+                    waiting.setdefault(job.spec.backend, []).append(job.id)
+            for backend, ids in waiting.items():
+                self._tlog.note_waiting(ids, waiting_note(backend, self.name, self.backends))
+        except DatabaseError as exc:
+            log.warning("runner %s cannot note waiting jobs: %s", self.name, exc)
 
     def _beat(self) -> None:
         while not self._stopping.wait(self.lease_s / 3):

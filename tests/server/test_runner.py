@@ -288,3 +288,22 @@ def test_an_infrastructure_failure_requeues_the_job_until_a_limit(
         assert broken is not None and broken.state == "failed"
         assert "No space left" in broken.error and "after 2 retries" in broken.error
         assert calls == {once: 2, always: 3}
+
+
+def test_a_queued_job_no_runner_takes_says_why_until_one_claims_it(db_url: str) -> None:
+    with TuningLog.open(db_url) as tlog:
+        (job_id,) = queue(tlog, 1, budget=3)
+        cpu_only = Runner(tlog, poll_s=0.02, backends=("cpu",), name="cpu-box")
+        cpu_only.start()
+        try:
+            wait_for(lambda: bool(tlog.get_job(job_id).warning))  # type: ignore[union-attr]
+        finally:
+            cpu_only.stop(5)
+        job = tlog.get_job(job_id)
+        assert job is not None and job.state == "queued"
+        assert job.warning == "waiting for a runner of the 'replay' backend: cpu-box runs cpu"
+        replayer = Runner(tlog, poll_s=0.02, backends=("replay",), drain=True)
+        replayer.start()
+        assert replayer.wait(30)
+        done = tlog.get_job(job_id)
+        assert done is not None and done.state == "done" and done.warning == ""
