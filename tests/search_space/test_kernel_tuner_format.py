@@ -325,7 +325,7 @@ def test_bad_bytes_give_one_line_format_error(
 def test_missing_file_and_directory(tmp_path: Path) -> None:
     _assert_format_error(tmp_path / "nowhere.json", "no such file")
     (tmp_path / "a_dir.json").mkdir()
-    _assert_format_error(tmp_path / "a_dir.json", "cannot read")
+    _assert_format_error(tmp_path / "a_dir.json", "not a regular file")
 
 
 def _assert_format_error(path: Path, expected: str) -> None:
