@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from ktune.search_space.excerpt import excerpt
 from ktune.search_space.parameters import Value
 
 __all__ = ["Constraint", "ConstraintError", "parse_constraint"]
@@ -123,14 +124,14 @@ class Constraint:
         missing = self.names - set(columns)
         if missing:
             raise ConstraintError(
-                f"constraint {self.expression!r}: no column for {sorted(missing)}"
+                f"constraint {excerpt(self.expression)}: no column for {sorted(missing)}"
             )
         with np.errstate(all="ignore"):
             try:
                 value, err = self._fn(columns)
             except OverflowError:  # raised by Python itself, or by _power for a huge result
                 raise ConstraintError(
-                    f"constraint {self.expression!r}: a value is too large to compute"
+                    f"constraint {excerpt(self.expression)}: a value is too large to compute"
                     " (beyond the float range, about 1.8e308)"
                 ) from None
             ok = _truth(value)
@@ -236,7 +237,7 @@ class _Compiler:
         self.used_constants: set[str] = set()
 
     def fail(self, problem: str) -> ConstraintError:
-        return ConstraintError(f"constraint {self.expression!r}: {problem}")
+        return ConstraintError(f"constraint {excerpt(self.expression)}: {problem}")
 
     def _same_kind(self, a: Any, b: Any, what: str) -> None:
         """Text and numbers do not mix in one value: a ConstraintError, not numpy's error."""
@@ -245,7 +246,7 @@ class _Compiler:
 
     def build(self) -> _Fn:
         if not isinstance(self.expression, str):
-            raise ConstraintError(f"constraint {self.expression!r}: must be a string")
+            raise ConstraintError(f"constraint {excerpt(self.expression)}: must be a string")
         if not self.expression.strip():
             raise self.fail("empty expression")
         try:
@@ -287,7 +288,7 @@ class _Compiler:
     def visit_Constant(self, node: ast.Constant) -> _Fn:
         value = node.value
         if value is None or isinstance(value, (bytes, complex)) or value is Ellipsis:
-            raise self.fail(f"literal {value!r} is not allowed")
+            raise self.fail(f"literal {excerpt(value)} is not allowed")
         if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _INT64_MAX:
             raise self.fail(f"integer literal {value} is too large")
         return lambda env: (value, None)
@@ -300,10 +301,10 @@ class _Compiler:
         if name in self.constants:
             value = self.constants[name]
             if not isinstance(value, (int, float, str, np.integer, np.floating, np.bool_)):
-                raise self.fail(f"constant {name!r} is not a number, bool or string")
+                raise self.fail(f"constant {excerpt(name)} is not a number, bool or string")
             self.used_constants.add(name)
             return lambda env: (value, None)
-        raise self.fail(f"unknown name {name!r}")
+        raise self.fail(f"unknown name {excerpt(name)}")
 
     def visit_List(self, node: ast.AST) -> _Fn:
         raise self.fail("lists, tuples and sets are only allowed after 'in' or inside min()/max()")
@@ -434,7 +435,7 @@ class _Compiler:
             self.visit(func)  # reports attribute access, lambdas, ...
             raise self.fail("only min(), max() and abs() may be called")
         if func.id not in _FUNCTIONS:
-            raise self.fail(f"call to {func.id!r} is not allowed (only min, max, abs)")
+            raise self.fail(f"call to {excerpt(func.id)} is not allowed (only min, max, abs)")
         if node.keywords:
             raise self.fail(f"{func.id}() takes no keyword arguments")
         args = list(node.args)

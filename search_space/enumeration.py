@@ -7,19 +7,42 @@ soon as all its names are bound. Parameters are bound in an order chosen so that
 prune early; ranks are always in the declared radix, so only a final sort is needed.
 Intermediates larger than ``chunk_rows`` are split and processed depth first, so memory stays
 bounded by a few chunks plus the output.
+
+Two limits keep a huge space (a T1 spec of 10^12 configs) from exhausting memory or time: at
+most ``max_configs`` valid configs (:data:`MAX_CONFIGS`), and at most ``max_rows`` candidate
+rows examined (:data:`MAX_ROWS`). Past either, :class:`TooLarge` is raised; where the
+parameters still to bind are unconstrained, the count is known before their rows are made, so
+an unconstrained space of 10^12 configs is refused before anything is allocated.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 
 from ktune.search_space.constraints import Constraint
 
-__all__ = ["CHUNK_ROWS", "binding_order", "enumerate_ranks", "strides_of"]
+__all__ = [
+    "CHUNK_ROWS",
+    "MAX_CONFIGS",
+    "MAX_ROWS",
+    "TooLarge",
+    "binding_order",
+    "enumerate_ranks",
+    "strides_of",
+]
 
 CHUNK_ROWS = 1 << 20
+#: the most valid configs a space may have: 2^25 ranks are 256 MiB
+MAX_CONFIGS = 1 << 25
+#: the most candidate rows enumeration examines (about ten seconds of work)
+MAX_ROWS = 1 << 28
+
+
+class TooLarge(ValueError):
+    """A space has more valid configs, or needs more work to enumerate, than the limits allow."""
 
 
 def strides_of(radices: Sequence[int]) -> np.ndarray:
@@ -63,12 +86,15 @@ def enumerate_ranks(
     constraints: Sequence[Constraint],
     *,
     chunk_rows: int = CHUNK_ROWS,
+    max_configs: int = MAX_CONFIGS,
+    max_rows: int = MAX_ROWS,
 ) -> np.ndarray:
     """Sorted int64 cartesian ranks (declared order) of the configs that satisfy all constraints.
 
     ``columns[i]`` holds the values of parameter ``names[i]`` in their declared order.
+    :class:`TooLarge` past ``max_configs`` valid configs or ``max_rows`` rows examined.
     """
-    return _Enumerator(names, columns, constraints, chunk_rows).run()
+    return _Enumerator(names, columns, constraints, chunk_rows, max_configs, max_rows).run()
 
 
 class _Enumerator:
@@ -82,6 +108,8 @@ class _Enumerator:
         columns: Sequence[np.ndarray],
         constraints: Sequence[Constraint],
         chunk_rows: int,
+        max_configs: int = MAX_CONFIGS,
+        max_rows: int = MAX_ROWS,
     ) -> None:
         self.names = list(names)
         self.columns = list(columns)
@@ -99,6 +127,16 @@ class _Enumerator:
                 depth = max(self.order.index(p) for p in params)
                 self.checks[depth].append((c, params))
         self.out: list[np.ndarray] = []
+        self.max_configs, self.max_rows = max_configs, max_rows
+        self.configs = self.rows = 0
+        # From depth first_free on no constraint is checked: each row there becomes free[d]
+        # configs, known before they are made.
+        self.free = [1] * (len(self.order) + 1)
+        self.first_free = len(self.order)
+        while self.first_free > 0 and not self.checks[self.first_free - 1]:
+            self.first_free -= 1
+            p = self.order[self.first_free]
+            self.free[self.first_free] = self.free[self.first_free + 1] * self.radices[p]
 
     def run(self) -> np.ndarray:
         if any(not c.evaluate({}, 1)[0] for c in self.constants):
@@ -110,6 +148,13 @@ class _Enumerator:
         return ranks
 
     def _expand(self, partial: np.ndarray, depth: int) -> None:
+        if depth == self.first_free:  # each row becomes a known number of configs
+            self.configs += len(partial) * self.free[depth]
+            if self.configs > self.max_configs:
+                raise TooLarge(
+                    f"the space has more than {self.max_configs:,} valid configs "
+                    f"(of {math.prod(self.radices):.3g}): too many to enumerate"
+                )
         if depth == len(self.order):
             self.out.append(partial)
             return
@@ -118,6 +163,14 @@ class _Enumerator:
         step = max(1, self.chunk_rows // radix)
         offsets = np.arange(radix, dtype=np.int64) * self.strides[p]
         for start in range(0, len(partial), step):
+            if depth < self.first_free:
+                self.rows += min(step, len(partial) - start) * radix
+                if self.rows > self.max_rows:
+                    raise TooLarge(
+                        f"enumerating the space's valid configs examines more than "
+                        f"{self.max_rows:,} of its {math.prod(self.radices):.3g}: constrain "
+                        "the parameters with many values more tightly"
+                    )
             rows = (partial[start : start + step, None] + offsets).ravel()
             rows = self._filter(rows, depth)
             if rows.size:

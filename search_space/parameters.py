@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ktune.search_space.excerpt import excerpt
+
 Value = int | float | str | bool
 Config = dict[str, Value]
 Kind = Literal["int", "float", "str", "bool"]
@@ -28,7 +30,7 @@ def _kind_of(value: Value) -> Kind:
         return "float"
     if isinstance(value, str):
         return "str"
-    raise ParameterError(f"unsupported value {value!r} of type {type(value).__name__}")
+    raise ParameterError(f"unsupported value {excerpt(value)} of type {type(value).__name__}")
 
 
 @dataclass(frozen=True)
@@ -42,23 +44,25 @@ class Parameter:
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
-            raise ParameterError(f"parameter name {self.name!r} is not an identifier")
+            raise ParameterError(f"parameter name {excerpt(self.name)} is not an identifier")
         if not self.values:
-            raise ParameterError(f"parameter {self.name!r} has no values")
+            raise ParameterError(f"parameter {excerpt(self.name)} has no values")
         for value in self.values:
             if isinstance(value, float) and not math.isfinite(value):
                 # NaN equals nothing (its config could never be found); neither has a C literal
                 raise ParameterError(
-                    f"parameter {self.name!r}: value {value!r} is not a finite number"
+                    f"parameter {excerpt(self.name)}: value {excerpt(value)} is not a finite number"
                 )
         if len(set(self.values)) != len(self.values):
-            raise ParameterError(f"parameter {self.name!r} lists a value twice")
+            raise ParameterError(f"parameter {excerpt(self.name)} lists a value twice")
         kinds = {_kind_of(v) for v in self.values}
         if kinds == {"int", "float"}:
             object.__setattr__(self, "values", tuple(float(v) for v in self.values))
             kinds = {"float"}
         if len(kinds) != 1:
-            raise ParameterError(f"parameter {self.name!r} mixes value types {sorted(kinds)}")
+            raise ParameterError(
+                f"parameter {excerpt(self.name)} mixes value types {sorted(kinds)}"
+            )
         object.__setattr__(self, "kind", kinds.pop())
         if self.default is not None and self.default not in self.values:
             object.__setattr__(self, "default", None)
@@ -87,5 +91,5 @@ class Parameter:
     def from_dict(cls, data: dict[str, object]) -> Parameter:
         values = data["values"]
         if not isinstance(values, list):
-            raise ParameterError(f"parameter {data.get('name')!r}: values must be a list")
+            raise ParameterError(f"parameter {excerpt(data.get('name'))}: values must be a list")
         return cls.of(str(data["name"]), values, data.get("default"))  # type: ignore[arg-type]

@@ -17,7 +17,8 @@ from typing import Any, Literal
 import numpy as np
 
 from ktune.search_space.constraints import Constraint, ConstraintError, parse_constraint
-from ktune.search_space.enumeration import enumerate_ranks, strides_of
+from ktune.search_space.enumeration import TooLarge, enumerate_ranks, strides_of
+from ktune.search_space.excerpt import excerpt
 from ktune.search_space.parameters import Config, Parameter, ParameterError, Value
 
 __all__ = ["SearchSpace", "SpaceError"]
@@ -57,7 +58,11 @@ class SearchSpace:
             constraints = [constraints]
         self.constraints = tuple(self._constraint(c) for c in constraints)
         self.explicit = False
-        self._set_ranks(enumerate_ranks(self.names, self._columns, self.constraints))
+        try:
+            ranks = enumerate_ranks(self.names, self._columns, self.constraints)
+        except TooLarge as exc:  # a space of 10^12 configs: refused, not a MemoryError
+            raise SpaceError(str(exc)) from None
+        self._set_ranks(ranks)
 
     @classmethod
     def from_configs(
@@ -129,14 +134,17 @@ class SearchSpace:
         if isinstance(c, str):
             return parse_constraint(c, self.names, self.constants)
         if not isinstance(c, Constraint):
-            raise SpaceError(f"constraint {c!r} is neither a string nor a Constraint")
+            raise SpaceError(f"constraint {excerpt(c)} is neither a string nor a Constraint")
         unknown = sorted(c.names - set(self.names))
         if unknown:
-            raise ConstraintError(f"constraint {c.expression!r}: unknown name {unknown[0]!r}")
+            raise ConstraintError(
+                f"constraint {excerpt(c.expression)}: unknown name {excerpt(unknown[0])}"
+            )
         for const, value in c.constants:
             if const in self.names or self.constants.setdefault(const, value) != value:
                 raise SpaceError(
-                    f"constraint {c.expression!r}: constant {const!r} conflicts with the space"
+                    f"constraint {excerpt(c.expression)}: "
+                    f"constant {const!r} conflicts with the space"
                 )
         return c
 
@@ -337,7 +345,7 @@ class SearchSpace:
             if pos is None:
                 if strict:
                     raise SpaceError(
-                        f"value {value!r} is not among the values of parameter {p.name!r}"
+                        f"value {excerpt(value)} is not among the values of parameter {p.name!r}"
                     )
                 return None
             positions.append(pos)

@@ -7,6 +7,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ktune.search_space.excerpt import excerpt
+
 __all__ = ["MAX_DIM", "MAX_RANK", "Workload", "WorkloadError", "parse_shape"]
 
 #: the largest size of a shape's dimension: 2^53 - 1, exact in a double and in JSON readers
@@ -40,10 +42,10 @@ def parse_shape(shape: str | Sequence[int]) -> tuple[int, ...]:
         # ASCII digits only (not "²" nor Arabic-Indic digits), and bounded before int().
         if not parts or not all(p.isascii() and p.isdigit() for p in parts):
             raise WorkloadError(
-                f"shape {shape[:100]!r} is not like 4096x4096 (sizes joined by x or ,)"
+                f"shape {excerpt(shape)} is not like 4096x4096 (sizes joined by x or ,)"
             )
         if any(len(p.lstrip("0")) > len(str(MAX_DIM)) for p in parts):
-            raise WorkloadError(f"shape {shape[:100]!r}: sizes must be at most {MAX_DIM}")
+            raise WorkloadError(f"shape {excerpt(shape)}: sizes must be at most {MAX_DIM}")
         dims = tuple(int(p) for p in parts)
     else:
         try:
@@ -51,7 +53,7 @@ def parse_shape(shape: str | Sequence[int]) -> tuple[int, ...]:
                 raise TypeError("True is not a size")
             dims = tuple(_operator.index(d) for d in shape)
         except TypeError:
-            raise WorkloadError(f"shape {shape!r} must be a list of integers") from None
+            raise WorkloadError(f"shape {excerpt(shape)} must be a list of integers") from None
         if any(d < 0 for d in dims):
             raise WorkloadError(f"shape {list(dims)}: sizes must not be negative")
     if not 1 <= len(dims) <= MAX_RANK:
@@ -76,14 +78,14 @@ class Workload:
 
     def __post_init__(self) -> None:
         if not _NAME.fullmatch(self.operator):
-            raise WorkloadError(f"operator name {self.operator!r} is not a valid name")
+            raise WorkloadError(f"operator name {excerpt(self.operator)} is not a valid name")
         if not self.shape or any((not isinstance(d, int)) or d <= 0 for d in self.shape):
             raise WorkloadError(f"shape {self.shape!r} must be a non-empty tuple of positive ints")
         if any(d > MAX_DIM for d in self.shape):
             raise WorkloadError(f"shape {self.shape!r}: sizes must be at most {MAX_DIM}")
         for label, text in (("dtype", self.dtype), ("layout", self.layout)):
             if text and not _NAME.fullmatch(text):
-                raise WorkloadError(f"{label} {text!r} is not a valid name")
+                raise WorkloadError(f"{label} {excerpt(text)} is not a valid name")
 
     @property
     def key(self) -> str:
@@ -96,11 +98,11 @@ class Workload:
     def from_key(cls, key: str) -> Workload:
         parts = key.split("/")
         if len(parts) not in (3, 4):
-            raise WorkloadError(f"workload key {key!r} is not operator/shape/dtype[/layout]")
+            raise WorkloadError(f"workload key {excerpt(key)} is not operator/shape/dtype[/layout]")
         dims = parts[1].split("x")
         if not all(d.isascii() and d.isdigit() and len(d) <= len(str(MAX_DIM)) for d in dims):
             raise WorkloadError(
-                f"workload key {key[:200]!r}: shape {parts[1][:100]!r} is not like 64x64"
+                f"workload key {excerpt(key)}: shape {excerpt(parts[1])} is not like 64x64"
             )
         shape = tuple(int(d) for d in dims)
         dtype = "" if parts[2] == "-" else parts[2]

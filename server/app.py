@@ -7,6 +7,7 @@ schema it reads. Every request is logged in one line (:mod:`ktune.server.access_
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib import resources
@@ -73,6 +74,7 @@ def create_app(settings: Settings | None = None, *, tlog: TuningLog | None = Non
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        threading.Thread(target=catalog.warm, name="ktune-warm-recordings", daemon=True).start()
         if runner is not None:
             runner.start()
         try:

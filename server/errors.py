@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
 from ktune.db import DatabaseError
+from ktune.search_space.excerpt import MAX_EXCERPT, bounded, excerpt
 
 __all__ = [
     "ERRORS",
@@ -34,7 +35,9 @@ class Message(BaseModel):
 
 def invalid(location: tuple[str | int, ...], message: str) -> RequestValidationError:
     """A 422 naming the field, in the same format as FastAPI's own validation errors."""
-    return RequestValidationError([{"type": "value_error", "loc": location, "msg": message}])
+    return RequestValidationError(
+        [{"type": "value_error", "loc": location, "msg": bounded(message)}]
+    )
 
 
 def too_large(message: str) -> HTTPException:
@@ -64,7 +67,16 @@ async def validation_failed(request: Request, exc: Exception) -> JSONResponse:
             {"detail": f"the body must be JSON, sent with Content-Type: application/json ({got})"},
             status_code=415,
         )
-    return JSONResponse({"detail": _json_safe(jsonable_encoder(exc.errors()))}, status_code=422)
+    errors = [_short_input(e) for e in jsonable_encoder(exc.errors())]
+    return JSONResponse({"detail": _json_safe(errors)}, status_code=422)
+
+
+def _short_input(error: Any) -> Any:
+    """An error whose echoed ``input`` is at most an excerpt (a field of 60 kB is quoted in
+    part, as a string; a short input is kept as it was sent)."""
+    if isinstance(error, dict) and "input" in error and len(repr(error["input"])) > MAX_EXCERPT:
+        return {**error, "input": excerpt(error["input"])}
+    return error
 
 
 def _body_not_json(request: Request, exc: RequestValidationError) -> bool:
@@ -86,8 +98,8 @@ def _body_not_json(request: Request, exc: RequestValidationError) -> bool:
 def _json_safe(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)  # "nan", "inf", "-inf"
-    if isinstance(value, str):
-        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, str):  # a message, or the input FastAPI echoes: a short excerpt
+        return bounded(value).encode("utf-8", "backslashreplace").decode("utf-8")
     if isinstance(value, dict):
         return {_json_safe(k): _json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

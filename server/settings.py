@@ -17,6 +17,8 @@ default: any |
 (as sent: gzip counts compressed) |
 | ``KTUNE_MAX_INFLATED_BYTES`` | largest recording once decompressed, default 64 MiB (a gzip \
 bomb stops there; ``ktune import`` reads the same variable, default 256 MiB) |
+| ``KTUNE_MAX_WORKLOAD_BYTES`` | most memory an operator job's arguments and reference may need, \
+default 8 GiB (larger shapes answer 422; ``ktune tune`` reads the same variable) |
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from ktune.tuner.bounds import MAX_CONCURRENCY, MAX_LEASE_S, MAX_POLL_S
+from ktune.tuner.sources.footprint import DEFAULT_MAX_WORKLOAD_BYTES
 
 __all__ = ["MIN_TOKEN_LENGTH", "Settings", "SettingsError"]
 
@@ -60,6 +63,7 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(64 * 1024, ge=1024, le=16 * 1024 * 1024)
     max_upload_bytes: int = Field(64 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024)
     max_inflated_bytes: int = Field(64 * 1024 * 1024, ge=1024, le=16 * 1024 * 1024 * 1024)
+    max_workload_bytes: int = Field(DEFAULT_MAX_WORKLOAD_BYTES, ge=1024 * 1024, le=1024**5)
 
     @field_validator("api_tokens", "runner_backends", mode="before")
     @classmethod

@@ -17,6 +17,7 @@ from dataclasses import replace
 
 from ktune.db import JobRecord, TuningLog
 from ktune.search_space import operators
+from ktune.search_space.excerpt import excerpt
 from ktune.search_space.formats import FormatError
 from ktune.search_space.operators import cpu as cpu_operators
 from ktune.server.recordings import RecordingCatalog, UnknownRecording
@@ -62,10 +63,15 @@ def environment(catalog: RecordingCatalog) -> Environment:
 
 
 def build_request(
-    body: JobCreate, catalog: RecordingCatalog, ray_address: str | None = None
+    body: JobCreate,
+    catalog: RecordingCatalog,
+    ray_address: str | None = None,
+    *,
+    max_workload_bytes: int | None = None,
 ) -> JobRequest:
     """The validated job request, or :class:`FieldError` (or :class:`BackendError` when the
-    Ray cluster offers no GPU for an operator job)."""
+    Ray cluster offers no GPU for an operator job); an operator's workload needing more than
+    ``max_workload_bytes`` is a :class:`FieldError` of the shape."""
     b = body.budget
     try:
         budget = Budget(
@@ -78,7 +84,7 @@ def build_request(
     elif body.space is not None:
         source = _replayed(body, catalog)
     else:
-        source = _operator(body, catalog, ray_address)
+        source = _operator(body, catalog, ray_address, max_workload_bytes)
     try:
         return JobRequest(source, body.strategy, budget, seed=body.seed, batch_size=body.batch_size)
     except StrategyError as exc:
@@ -119,7 +125,9 @@ def _replayed(body: JobCreate, catalog: RecordingCatalog) -> Source:
     return source
 
 
-def _operator(body: JobCreate, catalog: RecordingCatalog, ray_address: str | None) -> Source:
+def _operator(
+    body: JobCreate, catalog: RecordingCatalog, ray_address: str | None, max_bytes: int | None
+) -> Source:
     """An operator's job: a CPU operator's on the CPU of whichever runner takes ``cpu`` jobs
     (its space built for the server's CPU, so a runner on another CPU refuses it); a GPU
     operator's on the Ray cluster, whose GPU is probed now (up to ``PROBE_TIMEOUT_S``), since
@@ -131,6 +139,7 @@ def _operator(body: JobCreate, catalog: RecordingCatalog, ray_address: str | Non
         dtype=body.dtype,
         layout=body.layout,
         constraints=tuple(body.constraints),
+        max_workload_bytes=max_bytes,
     )
     kind = kind_of(request)
     if kind is SourceKind.CPU:
@@ -145,7 +154,7 @@ def _operator(body: JobCreate, catalog: RecordingCatalog, ray_address: str | Non
             known = [*operators.names(), *cpu_operators.names()]
             raise FieldError(
                 ("operator",),
-                f"unknown operator {body.operator!r} (choose from: {', '.join(known)})",
+                f"unknown operator {excerpt(body.operator)} (choose from: {', '.join(known)})",
             )
         if ray_address is None:
             raise FieldError(
@@ -161,6 +170,7 @@ def _operator(body: JobCreate, catalog: RecordingCatalog, ray_address: str | Non
             layout=body.layout,
             ray=RayPlacement(ray_address, body.gpu_workers, body.gpu_type),
             constraints=tuple(body.constraints),
+            max_workload_bytes=max_bytes,
         )
     try:
         options = request_options(request)
@@ -206,7 +216,13 @@ def _kernel(body: JobCreate, catalog: RecordingCatalog, ray_address: str | None)
 
 
 def submit(
-    body: JobCreate, tlog: TuningLog, catalog: RecordingCatalog, ray_address: str | None = None
+    body: JobCreate,
+    tlog: TuningLog,
+    catalog: RecordingCatalog,
+    ray_address: str | None = None,
+    *,
+    max_workload_bytes: int | None = None,
 ) -> JobRecord:
     """Validate ``body`` and record the queued job."""
-    return lifecycle.submit(tlog, build_request(body, catalog, ray_address))
+    request = build_request(body, catalog, ray_address, max_workload_bytes=max_workload_bytes)
+    return lifecycle.submit(tlog, request)

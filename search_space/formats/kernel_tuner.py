@@ -24,13 +24,13 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol
 
+from ktune.search_space.excerpt import excerpt
 from ktune.search_space.formats.numbers import finite_float
 from ktune.search_space.formats.reading import MISSING as _MISSING
 from ktune.search_space.formats.reading import canonical as _canonical
 from ktune.search_space.formats.reading import format_error as _error
 from ktune.search_space.formats.reading import is_number as _is_number
 from ktune.search_space.formats.reading import read_bytes as _read_bytes
-from ktune.search_space.formats.reading import shown as _shown
 from ktune.search_space.formats.reading import value_tables as _value_tables
 from ktune.search_space.formats.writing import first_by_config
 from ktune.search_space.formats.writing import replace_atomically as _replace_atomically
@@ -249,7 +249,7 @@ def _close_open_cache(text: str) -> str:
 def _problem_size(path: Path, size: Any) -> tuple[int, ...]:
     dims = size if isinstance(size, list) else [size]
     if not dims or any(type(d) is not int or d <= 0 for d in dims):
-        raise _error(path, f"problem_size {size!r} is not a positive int or a list of them")
+        raise _error(path, f"problem_size {excerpt(size)} is not a positive int or a list of them")
     return tuple(dims)
 
 
@@ -258,7 +258,9 @@ def _check_kernel_name(path: Path, kernel_name: str, problem_size: tuple[int, ..
     try:
         Workload(operator=kernel_name, shape=problem_size)
     except WorkloadError as exc:
-        raise _error(path, f"kernel_name {kernel_name!r} cannot name a workload: {exc}") from None
+        raise _error(
+            path, f"kernel_name {excerpt(kernel_name)} cannot name a workload: {exc}"
+        ) from None
 
 
 def _objective(path: Path, objective: Any) -> str:
@@ -266,7 +268,7 @@ def _objective(path: Path, objective: Any) -> str:
     if isinstance(objective, list) and objective and isinstance(objective[0], str):
         return objective[0]
     if not isinstance(objective, str):
-        raise _error(path, f"objective {objective!r} is not a string")
+        raise _error(path, f"objective {excerpt(objective)} is not a string")
     return objective
 
 
@@ -294,23 +296,31 @@ def _records(path: Path, parameters: Sequence[Parameter], cache: Any) -> dict[st
     records: dict[str, Record] = {}
     for key, entry in cache.items():
         if not isinstance(entry, dict):
-            raise _error(path, f"record {key!r} is not an object")
+            raise _error(path, f"record {excerpt(key)} is not an object")
         try:
             raw = [entry[n] for n in names]
         except KeyError as exc:
-            raise _error(path, f"record {key!r} lacks parameter {exc.args[0]!r}") from None
+            raise _error(path, f"record {excerpt(key)} lacks parameter {exc.args[0]!r}") from None
         if ",".join(map(str, raw)) != key:
-            raise _error(path, f"record key {key!r} does not match its parameter values {raw}")
+            raise _error(
+                path,
+                f"record key {excerpt(key)} does not match its parameter values {excerpt(raw)}",
+            )
         values = [_canonical(t, v) for t, v in zip(tables, raw)]
         for name, value, canon in zip(names, raw, values):
             if canon is _MISSING:
                 raise _error(
-                    path, f"record {key!r}: {name}={value!r} is not among the values of {name}"
+                    path,
+                    f"record {excerpt(key)}: {name}={excerpt(value)} "
+                    f"is not among the values of {name}",
                 )
         config = dict(zip(names, values))
         canon_key = ",".join(map(str, values))
         if canon_key in records:
-            raise _error(path, f"record {key!r} repeats the config of {records[canon_key].key!r}")
+            raise _error(
+                path,
+                f"record {excerpt(key)} repeats the config of {excerpt(records[canon_key].key)}",
+            )
         status, time_ms = _status_and_time(path, key, entry)
         records[canon_key] = Record(
             config=config,
@@ -330,29 +340,32 @@ def _status_and_time(path: Path, key: str, entry: dict[str, Any]) -> tuple[str, 
     if isinstance(time, str) and time in STATUS_BY_FAILURE:
         return STATUS_BY_FAILURE[time], None
     if time is _MISSING:
-        raise _error(path, f"record {key!r} has no time")
+        raise _error(path, f"record {excerpt(key)} has no time")
     if not _is_number(time):
-        raise _error(path, f"record {key!r}: time {time!r} is neither a number nor a known failure")
+        raise _error(
+            path,
+            f"record {excerpt(key)}: time {excerpt(time)} is neither a number nor a known failure",
+        )
     value = finite_float(time)
     if value is None or not 0 <= value <= MAX_MS:
-        raise _error(path, f"record {key!r}: time {_shown(time)} {_NOT_A_DURATION}")
+        raise _error(path, f"record {excerpt(key)}: time {excerpt(time)} {_NOT_A_DURATION}")
     return "ok", value
 
 
 def _times(path: Path, key: str, times: Any) -> tuple[float, ...]:
     # set(map(type, ...)) runs at C speed: this is the hot loop of loading a large file.
     if not isinstance(times, list) or not set(map(type, times)) <= _NUMBER_TYPES:
-        raise _error(path, f"record {key!r}: times must be a list of numbers")
+        raise _error(path, f"record {excerpt(key)}: times must be a list of numbers")
     try:
         out = tuple(map(float, times))
     except OverflowError:  # an int beyond the float range
-        raise _error(path, f"record {key!r}: times must each be {_DURATION}") from None
+        raise _error(path, f"record {excerpt(key)}: times must each be {_DURATION}") from None
     if not out:
         return out
     # C-speed passes: min and max skip a NaN (it compares false), the sum does not.
     if min(out) >= 0 and max(out) <= MAX_MS and not math.isnan(math.fsum(out)):
         return out
-    raise _error(path, f"record {key!r}: times must each be {_DURATION}")
+    raise _error(path, f"record {excerpt(key)}: times must each be {_DURATION}")
 
 
 _DURATION = f"a number of milliseconds from 0 to {MAX_MS:.0e}"
@@ -363,7 +376,7 @@ def _millis(path: Path, key: str, entry: dict[str, Any], field: str) -> float:
     value = entry.get(field, 0.0)
     millis = finite_float(value) if _is_number(value) else None
     if millis is None or not 0 <= millis <= MAX_MS:
-        raise _error(path, f"record {key!r}: {field} {_shown(value)} {_NOT_A_DURATION}")
+        raise _error(path, f"record {excerpt(key)}: {field} {excerpt(value)} {_NOT_A_DURATION}")
     return millis
 
 

@@ -30,7 +30,6 @@ __all__ = [
     "is_number",
     "read_bytes",
     "read_stored",
-    "shown",
     "value_tables",
 ]
 
@@ -90,7 +89,11 @@ def read_stored(path: Path, max_bytes: int | None = None) -> bytes:
         raise format_error(path, f"larger than the limit of {_mib(limit)}", TooLarge)
     try:
         with path.open("rb") as f:
-            raw = f.read(limit + 1)
+            # read(n) allocates n bytes at once: ask for the size stat gave, then the rest
+            want = min(limit, info.st_size) + 1
+            raw = f.read(want)
+            if len(raw) == want and want <= limit:  # it grew since stat (or /proc says 0)
+                raw += f.read(limit + 1 - want)
     except OSError as exc:
         raise format_error(path, f"cannot read the file ({exc.strerror or exc})") from None
     if len(raw) > limit:  # it grew since stat
@@ -163,9 +166,3 @@ def canonical(table: Mapping[Value, Value], value: Any) -> Any:
 def is_number(x: Any) -> bool:
     """An int or a float, not a bool (JSON's true is not a number of milliseconds)."""
     return isinstance(x, (int, float)) and not isinstance(x, bool)
-
-
-def shown(value: Any, limit: int = 40) -> str:
-    """``repr(value)``, shortened to about ``limit`` characters (an int may have thousands)."""
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[: limit - 3]}..."

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ktune.search_space.constraints import ConstraintError
+from ktune.search_space.excerpt import excerpt
 from ktune.search_space.formats.errors import FormatError
 from ktune.search_space.formats.numbers import finite_float
 from ktune.search_space.formats.reading import read_stored
@@ -96,7 +97,7 @@ def spec_from_dict(data: Any, *, source: str = "<T1 spec>") -> T1Spec:
     name = str(general.get("BenchmarkName") or kernel.get("BenchmarkName") or "")
     problem_size = kernel.get("ProblemSize", [])
     if not isinstance(problem_size, list) or not all(_is_int(d) for d in problem_size):
-        raise fail(f"KernelSpecification.ProblemSize {problem_size!r} is not a list of ints")
+        raise fail(f"KernelSpecification.ProblemSize {excerpt(problem_size)} is not a list of ints")
     options = kernel.get("CompilerOptions", []) or []
     if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
         raise fail("KernelSpecification.CompilerOptions is not a list of strings")
@@ -120,27 +121,33 @@ def _parameter(entry: Any, i: int, fail: Any) -> Parameter:
     name = entry["Name"]
     kind = entry.get("Type", "int")
     if kind not in _TYPES:
-        raise fail(f"parameter {name!r}: unknown Type {kind!r} (int, float, string, bool)")
+        raise fail(
+            f"parameter {excerpt(name)}: unknown Type {excerpt(kind)} (int, float, string, bool)"
+        )
     text = entry.get("Values")
     try:
         values = ast.literal_eval(text) if isinstance(text, str) else text
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        raise fail(f"parameter {name!r}: Values {text!r} is not a list literal") from None
+        raise fail(
+            f"parameter {excerpt(name)}: Values {excerpt(text)} is not a list literal"
+        ) from None
     if not isinstance(values, list) or not values:
-        raise fail(f"parameter {name!r}: Values {text!r} is not a non-empty list")
+        raise fail(f"parameter {excerpt(name)}: Values {excerpt(text)} is not a non-empty list")
     allowed = _TYPES[kind]
     if any(not isinstance(v, allowed) or (isinstance(v, bool) and kind != "bool") for v in values):
-        raise fail(f"parameter {name!r}: Values {text!r} are not all of Type {kind}")
+        raise fail(f"parameter {excerpt(name)}: Values {excerpt(text)} are not all of Type {kind}")
     if kind == "float":
         values = [finite_float(v) for v in values]
         if (
             None in values
         ):  # Parameter rejects NaN and inf; this catches ints beyond the float range
-            raise fail(f"parameter {name!r}: Values {text!r} are not all finite numbers")
+            raise fail(
+                f"parameter {excerpt(name)}: Values {excerpt(text)} are not all finite numbers"
+            )
     try:
         return Parameter.of(name, values, entry.get("Default"))
     except ParameterError as e:
-        raise fail(f"parameter {name!r}: {e}") from None
+        raise fail(f"parameter {excerpt(name)}: {e}") from None
 
 
 def _section(data: dict[str, Any], key: str) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from ktune.search_space.excerpt import excerpt
 from ktune.search_space.formats.errors import FormatError
 from ktune.search_space.formats.kernel_tuner import (
     FAILURE_BY_STATUS,
@@ -37,7 +38,6 @@ from ktune.search_space.formats.reading import (
     format_error,
     is_number,
     read_bytes,
-    shown,
     value_tables,
 )
 from ktune.search_space.formats.t1 import T1Spec
@@ -119,7 +119,7 @@ def load_t4(
     data = _parse(path, raw)
     version = data["schema_version"]
     if not isinstance(version, str) or version.split(".")[0] != "1":
-        raise format_error(path, f"T4 schema_version {shown(version)} is not 1.x")
+        raise format_error(path, f"T4 schema_version {excerpt(version)} is not 1.x")
     results = data["results"]
     if not isinstance(results, list) or not results:
         raise format_error(path, "results must be a non-empty list")
@@ -128,7 +128,7 @@ def load_t4(
         raise format_error(path, "metadata must be an object")
     unit = metadata.get("timeunit", "milliseconds")
     if not isinstance(unit, str) or unit.strip().lower() not in _MS_PER_UNIT:
-        raise format_error(path, f"metadata.timeunit {shown(unit)} is not a unit of time")
+        raise format_error(path, f"metadata.timeunit {excerpt(unit)} is not a unit of time")
     scale = _MS_PER_UNIT[unit.strip().lower()]
     parameters = spec.space.parameters
     records = _records(path, parameters, results, scale)
@@ -220,7 +220,7 @@ def _records(
         if status is None:
             raise format_error(
                 path,
-                f"{where}: invalidity {shown(invalidity)} "
+                f"{where}: invalidity {excerpt(invalidity)} "
                 f"is not one of {', '.join(STATUS_BY_INVALIDITY)}",
             )
         times = result.get("times", {})
@@ -258,18 +258,18 @@ def _config(
     if extra:
         raise format_error(
             path,
-            f"{where}: {shown(extra[0])} is not a parameter of the T1 spec "
+            f"{where}: {excerpt(extra[0])} is not a parameter of the T1 spec "
             "(is it the spec of these results?)",
         )
     config: dict[str, Any] = {}
     for name, table in zip(names, tables):
         if name not in given:
-            raise format_error(path, f"{where}: configuration lacks parameter {name!r}")
+            raise format_error(path, f"{where}: configuration lacks parameter {excerpt(name)}")
         value = canonical(table, given[name])
         if value is MISSING:
             raise format_error(
                 path,
-                f"{where}: {name}={shown(given[name])} "
+                f"{where}: {name}={excerpt(given[name])} "
                 f"is not among the values of {name} in the T1 spec",
             )
         config[name] = value
@@ -286,7 +286,9 @@ def _objective_ms(path: Path, where: str, measurements: Any, scale: float) -> fl
         raise format_error(path, f"{where} is correct but has no {_OBJECTIVE!r} measurement")
     value = finite_float(found) if is_number(found) else None
     if value is None or not 0 < value * scale <= MAX_MS:
-        raise format_error(path, f"{where}: {_OBJECTIVE} {shown(found)} is not a positive duration")
+        raise format_error(
+            path, f"{where}: {_OBJECTIVE} {excerpt(found)} is not a positive duration"
+        )
     return value * scale
 
 
@@ -307,7 +309,7 @@ def _millis(
     value = next((times[f] for f in fields if f in times), 0.0)
     millis = finite_float(value) if is_number(value) else None
     if millis is None or not 0 <= millis * scale <= MAX_MS:
-        raise format_error(path, f"{where}: times.{fields[0]} {shown(value)} is not a duration")
+        raise format_error(path, f"{where}: times.{fields[0]} {excerpt(value)} is not a duration")
     return millis * scale
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from ktune.search_space.excerpt import excerpt
+
 if TYPE_CHECKING:
     from ktune.search_space.operators.base import (
         Arguments,
@@ -58,7 +60,7 @@ def get(name: str) -> Operator:
         from ktune.search_space.operators import cpu
 
         raise OperatorError(
-            f"unknown operator {name!r} (choose from: {', '.join(REGISTRY)}; "
+            f"unknown operator {excerpt(name)} (choose from: {', '.join(REGISTRY)}; "
             f"on the CPU: {', '.join(cpu.names())})"
         )
     return instantiate(target)  # type: ignore[no-any-return]

@@ -313,6 +313,19 @@ class ShapedOperator(WorkloadForm):
     def item_bytes(self, workload: Workload) -> int:
         return int(np.dtype(self.np_dtype(workload)).itemsize)
 
+    def bytes_moved(self, workload: Workload) -> float:
+        """Compulsory memory traffic of one run: each input read and each output written once
+        (so, the bytes of the kernel's arguments)."""
+        raise NotImplementedError
+
+    def footprint(self, workload: Workload) -> int:
+        """About the most host memory one measurement of ``workload`` holds at once, in bytes:
+        its arguments (:meth:`bytes_moved`) and their float64 copies (random inputs are drawn
+        in float64; the reference is computed in float64). Known from the shape alone, so a
+        submission can refuse a workload no runner could hold before anything is allocated."""
+        moved = int(self.bytes_moved(workload))
+        return moved + moved * 8 // self.item_bytes(workload)
+
     def tolerance(self, workload: Workload) -> Tolerance:
         """float32: rtol 1e-4; float64: 1e-10; float16: 2e-3 (atol likewise, relative to
         max|ref|)."""

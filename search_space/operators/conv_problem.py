@@ -9,6 +9,7 @@ reference, FLOPs and bytes. Mixed into both operators.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -113,4 +114,6 @@ class ConvProblem(ConvForm, ShapedOperator):
 
     def bytes_moved(self, workload: Workload) -> float:
         item = self.item_bytes(workload)
-        return float(sum(int(np.prod(s)) for s in self.tensor_shapes(workload)) * item)
+        return float(
+            sum(math.prod(s) for s in self.tensor_shapes(workload)) * item
+        )  # no int64 wrap

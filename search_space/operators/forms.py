@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
+from ktune.search_space.excerpt import excerpt
 from ktune.search_space.workload import Workload, WorkloadError, parse_shape
 
 __all__ = [
@@ -66,12 +67,12 @@ class WorkloadForm:
         layout = layout or self.layouts[0]
         if dtype not in self.dtypes:
             raise OperatorError(
-                f"{self.name}: dtype {dtype!r} not supported "
+                f"{self.name}: dtype {excerpt(dtype)} not supported "
                 f"(choose from: {', '.join(self.dtypes)})"
             )
         if layout not in self.layouts:
             raise OperatorError(
-                f"{self.name}: layout {layout!r} not supported "
+                f"{self.name}: layout {excerpt(layout)} not supported "
                 f"(choose from: {', '.join(self.layouts)})"
             )
         dims = self.canonical_shape(dims)
@@ -175,7 +176,7 @@ class ConvForm(WorkloadForm):
                 ph, pw = (int(v) for v in pad.split("x"))
             except ValueError:
                 raise OperatorError(
-                    f"{self.name}: layout {layout!r} is not like NCHW_pad1x1"
+                    f"{self.name}: layout {excerpt(layout)} is not like NCHW_pad1x1"
                 ) from None
         if len(dims) == 13:
             if pad:

@@ -58,7 +58,13 @@ def create_job(
     settings: SettingsDep,
 ) -> JobOut:
     try:
-        job = submit(body, tlog, catalog, settings.ray_address)
+        job = submit(
+            body,
+            tlog,
+            catalog,
+            settings.ray_address,
+            max_workload_bytes=settings.max_workload_bytes,
+        )
     except FieldError as exc:
         raise invalid(("body", *exc.field), str(exc)) from None
     except BackendError as exc:  # no Ray cluster or GPU now; no C compiler for a CPU operator

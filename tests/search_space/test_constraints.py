@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from ktune.search_space.constraints import Constraint, ConstraintError, parse_constraint
+from ktune.search_space.excerpt import excerpt
 
 NAMES = ("a", "b", "c")
 
@@ -410,7 +411,7 @@ def test_rejections_name_expression_and_problem(expression, problem):
     with pytest.raises(ConstraintError) as info:
         parse_constraint(expression, ["a", "b", "block_size_x"])
     message = str(info.value)
-    assert message.startswith(f"constraint {expression!r}: ")
+    assert message.startswith(f"constraint {excerpt(expression)}: ")
     assert problem in message
     assert "\n" not in message
     assert isinstance(info.value, ValueError)

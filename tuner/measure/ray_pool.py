@@ -76,6 +76,9 @@ class RayPlacement:
     def __post_init__(self) -> None:
         if not self.address.strip():
             raise ValueError("the Ray address is empty (auto, local or ray://host:port)")
+        if len(self.address) > 500 or len(self.gpu_type or "") > 100:
+            what = "address" if len(self.address) > 500 else "GPU type"
+            raise ValueError(f"the Ray {what} is too long (500 and 100 characters at most)")
         if not 1 <= self.workers <= MAX_RAY_WORKERS:
             raise ValueError(f"Ray workers must be 1..{MAX_RAY_WORKERS}, got {self.workers}")
         if self.gpu_type is not None and not self.gpu_type.strip():

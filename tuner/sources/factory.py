@@ -21,12 +21,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ktune.search_space.excerpt import excerpt
 from ktune.search_space.operators import cpu as cpu_operators
 from ktune.tuner.measure.base import BackendError
 from ktune.tuner.measure.ray_pool import RayPlacement
 from ktune.tuner.sources.base import Source, SourceError, SourceOptions
 from ktune.tuner.sources.cpu import CpuSource
 from ktune.tuner.sources.environment import Environment
+from ktune.tuner.sources.footprint import check_footprint
 from ktune.tuner.sources.gpu import GpuSource
 from ktune.tuner.sources.options import (
     DEFAULT_TIMEOUT_S,
@@ -72,6 +74,8 @@ class SourceRequest:
     ``document`` and ``kernel_source``: a user's kernel sent inline (REST), a T1 spec and the
     text of its kernel.
     ``device``: the local CUDA device (None: 0); ``ray``: measure on that Ray cluster instead.
+    ``max_workload_bytes``: the most memory an operator's workload may need (None:
+    ``KTUNE_MAX_WORKLOAD_BYTES`` or its default; see :mod:`.footprint`).
     """
 
     replay: str | Path | None = None
@@ -87,6 +91,7 @@ class SourceRequest:
     speed: float | None = None
     document: Mapping[str, Any] | None = None
     kernel_source: str | None = None
+    max_workload_bytes: int | None = None
 
 
 def kind_of(request: SourceRequest) -> SourceKind:
@@ -128,8 +133,9 @@ def request_options(request: SourceRequest) -> AnyOptions:
                 f"{op} runs on this machine's CPU: "
                 "a Ray cluster, a T1 spec and a device index are for GPU kernels"
             )
-        shape = _shape(request)
-        workload = cpu_operators.get(op).workload(shape, request.dtype, request.layout)
+        cpu_op = cpu_operators.get(op)
+        workload = cpu_op.workload(_shape(request), request.dtype, request.layout)
+        check_footprint(cpu_op, workload, request.max_workload_bytes)
         return CpuOptions(
             operator=op, workload=workload, constraints=constraints, timeout_s=timeout_s
         )
@@ -144,8 +150,9 @@ def request_options(request: SourceRequest) -> AnyOptions:
         raise SourceError("a T1 spec goes with a recording or the custom operator")
     from ktune.search_space import operators
 
-    shape = _shape(request)
-    workload = operators.get(op).workload(shape, request.dtype, request.layout)
+    gpu_op = operators.get(op)
+    workload = gpu_op.workload(_shape(request), request.dtype, request.layout)
+    check_footprint(gpu_op, workload, request.max_workload_bytes)
     if request.ray is not None:
         return RayOptions(
             operator=op,
@@ -200,7 +207,7 @@ def _custom_options(
 
 def _shape(request: SourceRequest) -> str:
     if request.shape is None:
-        raise SourceError(f"operator {request.operator!r} needs a shape")
+        raise SourceError(f"operator {excerpt(request.operator)} needs a shape")
     return request.shape
 
 

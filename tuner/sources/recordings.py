@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ktune.search_space import recorded
+from ktune.search_space.excerpt import excerpt
 from ktune.search_space.formats import FormatError, RecordedSpace
 
 __all__ = ["BUNDLED", "RecordingReader", "bundled_recordings", "resolve_recording"]
@@ -30,11 +31,15 @@ def bundled_recordings() -> dict[str, Path]:
 def resolve_recording(name_or_path: str | Path) -> Path:
     """A path to a recording: an existing file, or the short name of a bundled one."""
     path = Path(name_or_path).expanduser()
-    if path.exists():
-        return path.resolve()
+    try:
+        if path.exists():
+            return path.resolve()
+    except OSError:  # a name longer than the file system takes: no such file
+        pass
     bundled = bundled_recordings().get(str(name_or_path))
     if bundled is not None:
         return bundled
     raise FormatError(
-        f"{name_or_path}: no such file (nor a bundled recording: {', '.join(bundled_recordings())})"
+        f"{excerpt(str(name_or_path))}: no such file "
+        f"(nor a bundled recording: {', '.join(bundled_recordings())})"
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 
+from ktune.search_space.excerpt import excerpt
 from ktune.search_space.space import SearchSpace
 from ktune.tuner.strategies.base import Observation, SearchContext, Strategy, StrategyError
 
@@ -46,14 +47,14 @@ def get(name: str) -> type[Strategy]:
         target = REGISTRY[name]
     except KeyError:
         raise StrategyError(
-            f"unknown strategy {name!r} (choose from: {', '.join(names())})"
+            f"unknown strategy {excerpt(name)} (choose from: {', '.join(names())})"
         ) from None
     module_name, _, class_name = target.partition(":")
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise StrategyError(
-            f"strategy {name!r} needs a missing package: {exc.name or exc}"
+            f"strategy {excerpt(name)} needs a missing package: {exc.name or exc}"
         ) from None
     cls: type[Strategy] = getattr(module, class_name)
     return cls

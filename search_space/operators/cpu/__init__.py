@@ -11,6 +11,8 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from ktune.search_space.excerpt import excerpt
+
 if TYPE_CHECKING:
     from ktune.search_space.operators.cpu.base import CpuLimits, CpuOperator, CSource
 
@@ -33,7 +35,9 @@ def get(name: str) -> CpuOperator:
 
     target = REGISTRY.get(name)
     if target is None:
-        raise OperatorError(f"unknown CPU operator {name!r} (choose from: {', '.join(REGISTRY)})")
+        raise OperatorError(
+            f"unknown CPU operator {excerpt(name)} (choose from: {', '.join(REGISTRY)})"
+        )
     return instantiate(target)  # type: ignore[no-any-return]
 
 
