@@ -203,29 +203,40 @@ def main() -> None:
         regrets = []
         entry = ship_k.manifest["entries"][0]
         rng = np.random.default_rng(0)
-        for m, n, k in sweep:
-            a = rng.uniform(-1, 1, (m, k)).astype(np.float32)
-            b = rng.uniform(-1, 1, (k, n)).astype(np.float32)
-            c = np.empty((m, n), np.float32)
-            fs, fe = ship_k.cpu_matmul_float32, exact_k.cpu_matmul_float32
-            ship_ms, exact_ms, numpy_ms = interleaved(
-                [
-                    lambda: fs(a, b, out=c),
-                    lambda: fe(a, b, out=c),
-                    lambda: np.matmul(a, b, out=c),
-                ],
+        data = {
+            (m, n, k): (
+                rng.uniform(-1, 1, (m, k)).astype(np.float32),
+                rng.uniform(-1, 1, (k, n)).astype(np.float32),
+                np.empty((m, n), np.float32),
+            )
+            for m, n, k in sweep
+        }
+        fs, fe = ship_k.cpu_matmul_float32, exact_k.cpu_matmul_float32
+        # ktune's kernels take turns; numpy's BLAS is timed apart, after them: its threads
+        # spin after a call and would slow the OpenMP team of the next call
+        timed = {
+            shape: interleaved(
+                [lambda a=a, b=b, c=c: fs(a, b, out=c), lambda a=a, b=b, c=c: fe(a, b, out=c)],
                 args.repeats,
             )
+            for shape, (a, b, c) in data.items()
+        }
+        numpy_times = {
+            shape: interleaved([lambda a=a, b=b, c=c: np.matmul(a, b, out=c)], args.repeats)[0]
+            for shape, (a, b, c) in data.items()
+        }
+        for (m, n, k), (ship_ms, exact_ms) in timed.items():
+            numpy_ms = numpy_times[(m, n, k)]
             index = ship_k.variant("cpu_matmul_float32", M=m, N=n, K=k)
-            serves = (
-                ", ".join(
-                    "x".join(map(str, s["sizes"])) for s in entry["variants"][index]["serves"]
-                )
-                or "default"
-            )
+            variant = entry["variants"][index]
+            serves = ", ".join("x".join(map(str, s["sizes"])) for s in variant["serves"])
+            serves = f"{serves or 'default'} (threads={variant['config']['threads']})"
+            exact_index = exact_k.variant("cpu_matmul_float32", M=m, N=n, K=k)
+            exact_threads = exact_k.manifest["entries"][0]["variants"][exact_index]["config"]
             regrets.append(ship_ms / exact_ms)
             print(
-                f"| {m}x{n}x{k} | {ship_ms:.4f} | {exact_ms:.4f} | {numpy_ms:.4f} | "
+                f"| {m}x{n}x{k} | {ship_ms:.4f} | {exact_ms:.4f} "
+                f"(threads={exact_threads['threads']}) | {numpy_ms:.4f} | "
                 f"{ship_ms / exact_ms:.3f} | {ship_ms / numpy_ms:.3f} | {serves} |"
             )
         print(
