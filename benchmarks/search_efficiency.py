@@ -10,7 +10,9 @@ other GPUs' recordings of the same kernel imported into the log first).
     python benchmarks/search_efficiency.py [FILES...] [--seeds 10] [--budget 200]
 
 Prints, per mode, the mean over spaces of the median best/optimum after k measurements, the
-fraction of runs within 5% of the optimum by 100, and the tuner's own time per measurement.
+fraction of runs within 5% of the optimum by 100, and the tuner's own time per measurement;
+then, per space, the tail of every strategy (worst run, 10th percentile at 20/50/100, within
+5% by 100) with exact random search (sampling without replacement) as the reference.
 All figures come from replayed recordings (Benchmark Hub, see search_space/recorded/README.md).
 """
 
@@ -53,9 +55,26 @@ class Runs:
     tuner_ms_per_measurement: list[float]
     #: exact P(within 5% by k), where known (random search); else counted over the curves
     exact_within: dict[int, float] = field(default_factory=dict)
+    #: exact quantile curves (quantile -> best/optimum after each k), where known (random)
+    exact_quantiles: dict[float, np.ndarray] = field(default_factory=dict)
+
+    def at(self, k: int) -> np.ndarray:
+        return np.array([c[min(k, len(c)) - 1] for c in self.curves])
 
     def median_at(self, k: int) -> float:
-        return float(np.median([c[min(k, len(c)) - 1] for c in self.curves]))
+        return self.quantile_at(k, 0.5)
+
+    def quantile_at(self, k: int, q: float) -> float:
+        """The ``q`` quantile over runs of best/optimum after ``k`` (0.9: the run at the 10th
+        percentile from the bottom, a tail figure)."""
+        if q in self.exact_quantiles:
+            curve = self.exact_quantiles[q]
+            return float(curve[min(k, len(curve)) - 1])
+        return float(np.quantile(self.at(k), q))
+
+    def worst_at(self, k: int) -> float | None:
+        """The worst run's best/optimum after ``k`` (``None`` for an exact expectation)."""
+        return None if self.exact_quantiles else float(self.at(k).max())
 
     def within(self, k: int, tol: float = 0.05) -> float:
         if k in self.exact_within and tol == 0.05:
@@ -80,10 +99,11 @@ def best_curve(rec: RecordedSpace, keys: list[str], budget: int) -> np.ndarray:
 
 
 def random_expectation(rec: RecordedSpace, budget: int) -> Runs:
-    """The exact median of best/optimum for uniform sampling without replacement.
+    """The exact quantiles of best/optimum for uniform sampling without replacement.
 
     With N valid configs of which r(t) run in <= t, P(best after k <= t) = 1 - C(N-r, k)/C(N, k).
-    The returned 'curve' is that median at every k; ``within`` uses the exact probability.
+    The returned 'curve' is the median at every k, ``exact_quantiles`` the median and the 0.9
+    quantile; ``within`` uses the exact probability.
     """
     n = len(rec.space)
     members = _members(rec)
@@ -91,17 +111,19 @@ def random_expectation(rec: RecordedSpace, budget: int) -> Runs:
         [r.time_ms for r in rec.records.values() if r.status == "ok" and r.key in members]
     )
     opt = times[0]
-    medians = []
+    quantiles: dict[float, list[float]] = {0.5: [], 0.9: []}
     for k in range(1, budget + 1):
-        # P(best > times[j]) = C(n - (j+1), k) / C(n, k); find the first j with
-        # P(best <= t_j) >= 0.5
-        for j in range(len(times)):
-            if 1.0 - _ratio(n - (j + 1), n, k) >= 0.5:
-                medians.append(times[j] / opt)
-                break
-        else:
-            medians.append(math.inf)
-    runs = Runs([np.array(medians)], [0.0])
+        # P(best > times[j]) = C(n - (j+1), k) / C(n, k); the q quantile is the first t_j
+        # with P(best <= t_j) >= q
+        for q, out in quantiles.items():
+            for j in range(len(times)):
+                if 1.0 - _ratio(n - (j + 1), n, k) >= q:
+                    out.append(times[j] / opt)
+                    break
+            else:
+                out.append(math.inf)
+    runs = Runs([np.array(quantiles[0.5])], [0.0])
+    runs.exact_quantiles = {q: np.array(v) for q, v in quantiles.items()}
     r5 = int(np.searchsorted(times, 1.05 * opt, side="right"))
     runs.exact_within = {k: 1.0 - _ratio(n - r5, n, min(k, n)) for k in (10, 100)}
     return runs
@@ -268,6 +290,7 @@ def print_table(
             + (f"{100 * max(shares):.2f}%" if shares and max(shares) > 0 else "-")
             + " |"
         )
+    print_tails(table, spaces)
     print("\nper space, median best/optimum @10 / @50 / @100:\n")
     print(
         "| strategy | "
@@ -286,6 +309,43 @@ def print_table(
                 for f in spaces
             )
             + " |"
+        )
+
+
+def print_tails(table: dict[str, dict[Path, Runs]], spaces: list[Path]) -> None:
+    """Per space, the tail of each strategy: its worst run at 100, the run at the 10th
+    percentile from the bottom (the 0.9 quantile of best/optimum) at 20 / 50 / 100, and the
+    fraction of runs within 5% by 100; random search's figures are exact."""
+    print(
+        "\nper space, the tail: worst run @100, 10th percentile (0.9 quantile of best/optimum)"
+        " @20 / @50 / @100, within 5% by 100:\n"
+    )
+    print("| space | strategy | worst @100 | p10 @20 | p10 @50 | p10 @100 | within 5% by 100 |")
+    print("|---|---|---|---|---|---|---|")
+    for f in spaces:
+        label = f"{f.parent.name}/{f.name.split('.')[0]}"
+        rows = sorted(
+            ((name, per[f]) for name, per in table.items() if f in per),
+            key=lambda nr: (-nr[1].within(100), nr[1].quantile_at(100, 0.9)),
+        )
+        for name, runs in rows:
+            worst = runs.worst_at(100)
+            print(
+                f"| {label} | {name} | {'-' if worst is None else f'{worst:.3f}'} | "
+                + " | ".join(f"{runs.quantile_at(k, 0.9):.3f}" for k in (20, 50, 100))
+                + f" | {runs.within(100):.2f} |"
+            )
+    names = sorted(table)
+    print("\nover spaces: the lowest fraction within 5% by 100 on any space, and the mean:\n")
+    print("| strategy | lowest on a space (which) | mean over spaces |")
+    print("|---|---|---|")
+    for name in names:
+        per = table[name]
+        worst_f = min(per, key=lambda f: per[f].within(100))
+        print(
+            f"| {name} | {per[worst_f].within(100):.2f} ({worst_f.parent.name}/"
+            f"{worst_f.name.split('.')[0]}) | "
+            f"{statistics.mean(r.within(100) for r in per.values()):.2f} |"
         )
 
 

@@ -250,11 +250,17 @@ def test_a_misleading_log_does_not_trap_auto(space: SearchSpace) -> None:
 
     class WithoutExplorer(AutoSearch):
         explorer_share = 0.0
+        escape = False  # the escape from a stalled walk (tests/tuner/test_escape.py) frees it too
+
+    class EscapeOnly(AutoSearch):
+        explorer_share = 0.0
 
     times, prior = _two_basins(space)
     context = SearchContext(Workload("toy", (64,)), "target GPU", None, prior)
     trapped = _measure_all(WithoutExplorer(space, seed=0, context=context), times, 120)
     assert times[trapped].min() == 8.0
+    escaped = _measure_all(EscapeOnly(space, seed=0, context=context), times, 120)
+    assert times[escaped].min() < 8.0
     hedged = AutoSearch(space, seed=0, context=context)
     seen = _measure_all(hedged, times, 120)
     assert times[seen].min() <= 1.05 * times.min()

@@ -28,10 +28,14 @@ from typing import ClassVar
 
 import numpy as np
 
+from ktune.cost_model.failures import FailureModel
 from ktune.search_space.space import SearchSpace
+from ktune.tuner.proposals.coordinate import coordinate_moves
+from ktune.tuner.proposals.restart import restart_point
 from ktune.tuner.proposals.rl_agent import KnobMoveAgent
 from ktune.tuner.strategies.base import Observation, SearchContext
 from ktune.tuner.strategies.model_guided import ModelGuided
+from ktune.tuner.strategies.progress import Progress, RankTrust
 
 __all__ = ["AutoSearch"]
 
@@ -52,6 +56,18 @@ class AutoSearch(ModelGuided):
     )
     #: proposals made by the transferred model alone before the explorer's first
     explorer_after: ClassVar[int] = 8
+    #: the escape (restarts when stalled, random draws, the model's ranking once it beats
+    #: chance); off, ``auto`` plans as it did before it (for comparisons)
+    escape: ClassVar[bool] = True
+    #: stalled after this many measurements without progress, per knob that varies
+    patience_per_knob: ClassVar[float] = 2.0
+    #: while stalled, the share of the non-local proposals drawn uniformly from the configs not
+    #: predicted to fail (a floor of random search where the model misleads)
+    stalled_random_share: ClassVar[float] = 0.25
+    #: restart points are the best (optimistically) of this many uniform draws far from the
+    #: incumbents: few enough that the model's bias, which stalled the walk, does not decide
+    #: alone where it starts again
+    restart_pool: ClassVar[int] = 64
 
     def __init__(
         self, space: SearchSpace, *, seed: int | None = None, context: SearchContext | None = None
@@ -63,6 +79,13 @@ class AutoSearch(ModelGuided):
             self.explorer = _Explorer(self, None if seed is None else seed + EXPLORER_SEED_OFFSET)
         self._proposed = 0  # proposals handed out, the explorer's included
         self._explored: set[int] = set()  # the explorer's proposals
+        self.knobs = sum(len(p.values) > 1 for p in space.parameters)
+        self.patience = max(8, math.ceil(self.patience_per_knob * self.knobs))
+        self.progress = Progress()
+        self.trust = RankTrust()
+        self.failures = FailureModel(seed=seed or 0)
+        self._fail_table: np.ndarray | None = None  # P(fail) of every config (small spaces)
+        self._failures_stale = False
 
     def _explorers_turn(self) -> bool:
         """Whether proposal number ``_proposed`` is the explorer's: one in ``explorer_share``
@@ -94,11 +117,118 @@ class AutoSearch(ModelGuided):
         return found
 
     def tell(self, observations: Sequence[Observation]) -> None:
+        for o in observations:
+            if o.index not in self._obs:
+                time_ms = o.time_ms if o.ok else None
+                self.progress.tell(o.index, time_ms)
+                self.trust.tell(o.index, time_ms)
+                self._failures_stale |= not o.ok
         super().tell(observations)
         if self.explorer is not None:
             own = [o for o in observations if o.index in self._explored]
             if own:
                 self.explorer.tell(own)
+
+    # --- the escape -----------------------------------------------------------------------
+
+    def stalled(self) -> bool:
+        return self.escape and self.progress.idle() >= self.patience
+
+    def fail_probability(self, indices: np.ndarray) -> np.ndarray:
+        """P(fail) of ``indices`` by the failure model (zeros until it has seen failures)."""
+        indices = np.asarray(indices, dtype=np.int64)
+        if self._failures_stale:
+            self._failures_stale = False
+            self._fail_table = None
+            own = np.fromiter(self._obs, np.int64, len(self._obs))
+            failed = np.array([not self._obs[int(i)].ok for i in own])
+            if not self.failures.fit(self._features_of(own), failed):
+                return np.zeros(len(indices))
+        if not self.failures.fitted:
+            return np.zeros(len(indices))
+        if len(self.space) <= self.exhaustive_limit:
+            if self._fail_table is None:
+                table = self.failures.predict(self.space_features())
+                assert table is not None
+                self._fail_table = table
+            known: np.ndarray = self._fail_table[indices]
+            return known
+        found = self.failures.predict(self._features_of(indices))
+        return np.zeros(len(indices)) if found is None else found
+
+    def _features_of(self, indices: np.ndarray) -> np.ndarray:
+        if len(self.space) <= self.exhaustive_limit:
+            rows: np.ndarray = self.space_features()[indices]
+            return rows
+        return self.model.extractor.for_space(self.space, indices, self.workload, self.spec)
+
+    def _optimistic(self, indices: np.ndarray) -> np.ndarray:
+        """Acquisition with a widened uncertainty bonus, for restart points."""
+        score, uncertainty = self.predict(indices)
+        return score + 4 * self.beta * uncertainty
+
+    def _local_moves(self, k: int, taken: set[int]) -> list[int]:
+        """One-knob moves around the best measurements; while stalled, most of them around the
+        current restart lineage instead (a new restart once the lineage has gone a knob sweep
+        without finding better)."""
+        if not self.stalled() or k <= 0:
+            return super()._local_moves(k, taken)
+        progress = self.progress
+        picks: list[int] = []
+        if (
+            not progress.lineage
+            or progress.lineage_idle > self.knobs
+            or len(progress.lineage) > 2 * self.knobs
+        ):
+            point = restart_point(
+                self.space,
+                self._optimistic,
+                np.concatenate([self.best_measured(3), self._lineage_best()]),
+                taken,
+                self.rng,
+                min_distance=max(1, math.ceil(self.knobs / 2)),
+                fail_probability=self.fail_probability,
+                pool=self.restart_pool,
+            )
+            if point is None:
+                return []
+            progress.restart(point)
+            picks.append(point)
+        start = self._lineage_best()
+        if len(start):
+            walk = coordinate_moves(
+                self.space, self.acquisition, start, taken, math.ceil(2 * k / 3) - len(picks)
+            )
+            progress.lineage.update(walk)
+            picks += walk
+        return picks + super()._local_moves(k - len(picks), taken | set(picks))
+
+    def _lineage_best(self) -> np.ndarray:
+        best = self.progress.lineage_best
+        return np.array([] if best is None else [best[1]], dtype=np.int64)
+
+    def _wide_picks(self, n: int, taken: set[int]) -> list[int]:
+        """While stalled, a share of the plan drawn uniformly among configs not predicted to
+        fail; before the model ranks better than chance, space-filling picks instead of its
+        ranking."""
+        if self.escape and not self.trust.trusted:
+            return self._space_filling(n, taken)
+        if not self.stalled():
+            return []
+        k = max(1, round(self.stalled_random_share * n))
+        pool = self.space.sample(4 * k, self.rng, exclude=np.fromiter(taken, np.int64))
+        if len(pool) == 0:
+            return []
+        runs = self.fail_probability(pool) <= 0.5
+        pool = np.concatenate([pool[runs], pool[~runs]])
+        return [int(i) for i in pool[:k]]
+
+    def _make_plan(self, n: int) -> list[int]:
+        plan = super()._make_plan(n)
+        if self.model.fitted and plan:
+            ids = np.array(plan, dtype=np.int64)
+            self.trust.planned(ids, self.score(ids))
+        return plan
 
     def _candidates(self, n: int, taken: set[int]) -> np.ndarray:
         parts = [

@@ -206,20 +206,16 @@ class ModelGuided(Strategy):
         n = min(n, remaining)
         self._refresh()
         if not self.model.fitted:
-            pool = self.space.sample(
-                min(remaining, 32 * n), self.rng, exclude=np.fromiter(taken, np.int64)
-            )
-            zeros = np.zeros(len(pool))
-            return self.sampler.select(pool, zeros, zeros, n, taken)
-        moves = coordinate_moves(
-            self.space,
-            self.acquisition,
-            self.best_measured(self.coordinate_incumbents),
-            taken,
-            round(self.coordinate_share * n),
-        )
+            return self._space_filling(n, taken)
+        moves = self._local_moves(round(self.coordinate_share * n), taken)
         taken = taken | set(moves)
         n -= len(moves)
+        if n <= 0 or len(taken) >= len(self.space):
+            return moves
+        wide = self._wide_picks(n, taken)
+        moves += wide
+        taken = taken | set(wide)
+        n -= len(wide)
         if n <= 0 or len(taken) >= len(self.space):
             return moves
         candidates = self._candidates(n, taken)
@@ -235,6 +231,31 @@ class ModelGuided(Strategy):
             candidates = np.concatenate([candidates, extra])
         score, uncertainty = self.predict(candidates)
         return moves + self.sampler.select(candidates, score, uncertainty, n, taken)
+
+    def _space_filling(self, n: int, taken: set[int]) -> list[int]:
+        """``n`` spread-out unmeasured configs (no model yet): cluster representatives of a
+        uniform sample of the valid space."""
+        remaining = len(self.space) - len(taken)
+        pool = self.space.sample(
+            min(remaining, 32 * n), self.rng, exclude=np.fromiter(taken, np.int64)
+        )
+        zeros = np.zeros(len(pool))
+        return self.sampler.select(pool, zeros, zeros, n, taken)
+
+    def _local_moves(self, k: int, taken: set[int]) -> list[int]:
+        """Up to ``k`` one-knob moves around the best measurements (``coordinate_share``)."""
+        return coordinate_moves(
+            self.space,
+            self.acquisition,
+            self.best_measured(self.coordinate_incumbents),
+            taken,
+            k,
+        )
+
+    def _wide_picks(self, n: int, taken: set[int]) -> list[int]:
+        """Proposals made outside the pooled sources, before them (none here; ``auto`` gives
+        a stalled search some)."""
+        return []
 
     @abstractmethod
     def _candidates(self, n: int, taken: set[int]) -> np.ndarray:

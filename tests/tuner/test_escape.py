@@ -1,0 +1,168 @@
+"""``auto``'s escape: stagnation, restarts far from the incumbents, failures as information,
+and the model's ranking only once it beats chance."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from ktune.cost_model.failures import FailureModel
+from ktune.search_space.parameters import Parameter
+from ktune.search_space.space import SearchSpace
+from ktune.tuner.proposals.restart import restart_point
+from ktune.tuner.strategies import Observation
+from ktune.tuner.strategies.auto import AutoSearch
+from ktune.tuner.strategies.progress import Progress, RankTrust
+
+VALUES = [1, 2, 4, 8, 16, 32, 64]
+
+
+@pytest.fixture(scope="module")
+def space() -> SearchSpace:
+    return SearchSpace(
+        [Parameter.of(n, VALUES) for n in ("a", "b", "c", "d")] + [Parameter.of("s", [0, 1])],
+        ["a * b <= 1024"],
+    )
+
+
+def two_basins(c: dict) -> float:
+    """A wide basin at a=1, b=1, c=64, d=64, s=0 (time 8 at its bottom) that covers most of the
+    space, and a narrow one at a=8, b=4, c=16, d=2, s=1 (time 1)."""
+    near = 1.0 + 2 * sum((math.log2(c[k]) - v) ** 2 for k, v in zip("abcd", (3, 2, 4, 1)))
+    near += 0.0 if c["s"] else 40.0
+    wide = 8.0 + 0.1 * sum((math.log2(c[k]) - v) ** 2 for k, v in zip("abcd", (0, 0, 6, 6)))
+    wide += 1.0 if c["s"] else 0.0
+    return min(near, wide)
+
+
+def run(strategy: AutoSearch, times: np.ndarray, failed: np.ndarray, n: int) -> list[int]:
+    seen: list[int] = []
+    while len(seen) < n:
+        batch = strategy.ask(4)
+        assert batch
+        strategy.tell(
+            [
+                Observation(i, "compile_error", None, 1.0)
+                if failed[i]
+                else Observation(i, "ok", float(times[i]), 1.0)
+                for i in batch
+            ]
+        )
+        seen += batch
+    assert len(set(seen)) == len(seen)
+    return seen
+
+
+def test_progress_ignores_creeping_and_follows_the_lineage() -> None:
+    p = Progress(min_gain=0.01)
+    p.tell(0, 10.0)
+    p.tell(1, 9.99)  # 0.1% better: not progress
+    p.tell(2, None)
+    assert p.idle() == 2 and p.best_ms == 9.99
+    p.restart(7)
+    p.tell(7, 12.0)
+    assert p.lineage_best == (12.0, 7) and p.lineage_idle == 0
+    p.lineage.add(8)
+    p.tell(8, 13.0)
+    assert p.lineage_idle == 1 and p.idle() == 4
+    p.tell(9, 5.0)
+    assert p.idle() == 0 and p.restarts == 1
+
+
+def test_rank_trust_needs_a_correlation_above_chance() -> None:
+    good = RankTrust(min_pairs=6)
+    good.planned(np.arange(10), -np.arange(10.0))  # predicts: lower index faster
+    for i in range(10):
+        good.tell(i, 1.0 + i)
+    assert good.trusted
+    bad = RankTrust(min_pairs=6)
+    bad.planned(np.arange(10), np.arange(10.0))  # the opposite ranking
+    for i in range(10):
+        bad.tell(i, 1.0 + i)
+    assert not bad.trusted
+    unplanned = RankTrust()
+    unplanned.tell(3, 1.0)
+    assert unplanned.pairs == []
+
+
+def test_failure_model_learns_where_configs_fail() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0, 1, size=(60, 3))
+    failed = x[:, 0] > 0.6
+    model = FailureModel()
+    assert model.predict(x) is None
+    assert not model.fit(x, np.zeros(60, dtype=bool))  # nothing failed: nothing to learn
+    assert model.fit(x, failed)
+    p = model.predict(np.array([[0.9, 0.5, 0.5], [0.1, 0.5, 0.5]]))
+    assert p is not None and p[0] > 0.5 > p[1]
+
+
+def test_restart_points_are_far_from_the_incumbents_and_not_predicted_to_fail(
+    space: SearchSpace,
+) -> None:
+    rng = np.random.default_rng(0)
+    incumbents = np.array([0, 1])
+    positions = space.positions(np.arange(len(space)))
+    s = positions[:, 4]
+    for _ in range(5):
+        point = restart_point(
+            space,
+            lambda idx: -positions[idx, 0].astype(float),  # the model likes small a
+            incumbents,
+            set(),
+            rng,
+            min_distance=3,
+            fail_probability=lambda idx: (s[idx] == 0).astype(float),  # s=0 fails
+        )
+        assert point is not None
+        here = positions[incumbents]
+        assert (positions[point] != here).sum(axis=1).min() >= 3
+        assert s[point] == 1
+        assert positions[point, 0] == 0  # the best by acquisition among those
+    assert (
+        restart_point(space, lambda i: i, incumbents, set(range(len(space))), rng, min_distance=3)
+        is None
+    )
+
+
+def test_a_stalled_walk_restarts_far_from_its_incumbents(space: SearchSpace) -> None:
+    """Once the walk has settled (no progress for ``patience`` measurements), ``auto`` starts
+    lineages far from its best measurements; without the escape it never does."""
+
+    class Plain(AutoSearch):
+        escape = False
+
+    configs = space.configs(range(len(space)))
+    times = np.array([two_basins(c) for c in configs])
+    failed = np.zeros(len(space), dtype=bool)
+    plain = Plain(space, seed=1)
+    run(plain, times, failed, 120)
+    assert plain.progress.restarts == 0
+    strategy = AutoSearch(space, seed=1)
+    origins: list[tuple[int, np.ndarray]] = []
+    seen: list[int] = []
+    while len(seen) < 120:
+        before = strategy.progress.restarts
+        best = strategy.best_measured(3)
+        batch = strategy.ask(4)
+        if strategy.progress.restarts > before:
+            origin = min(strategy.progress.lineage)
+            origins.append((origin, best))
+        strategy.tell([Observation(i, "ok", float(times[i]), 1.0) for i in batch])
+        seen += batch
+    assert strategy.progress.restarts >= 1
+    positions = space.positions(np.arange(len(space)))
+    for origin, best in origins:
+        assert origin not in set(best.tolist())
+        assert (positions[origin] != positions[best]).sum(axis=1).min() >= 3
+
+
+def test_auto_learns_where_configs_fail(space: SearchSpace) -> None:
+    """Half the space (s=0) fails: ``auto`` spends far fewer measurements there than half."""
+    configs = space.configs(range(len(space)))
+    times = np.array([two_basins(c) for c in configs])
+    failed = np.array([c["s"] == 0 for c in configs])
+    seen = run(AutoSearch(space, seed=0), times, failed, 96)
+    assert failed[seen].mean() < 0.25
