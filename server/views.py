@@ -96,6 +96,8 @@ def job_out(job: JobRecord, catalog: RecordingCatalog) -> JobOut:
         replay_speed=source.speed if isinstance(source, ReplayOptions) else None,
         gpu_type=placement.gpu_type if placement else None,
         gpu_workers=placement.workers if placement else None,
+        reuse_window_s=options.reuse_window_s if options else None,
+        confirm=options.confirm if options else None,
         n_trials=job.n_trials,
         progress=progress(job),
         best_time_ms=job.best_time_ms,

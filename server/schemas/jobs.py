@@ -11,10 +11,12 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_vali
 from ktune.tuner import strategies
 from ktune.tuner.bounds import (
     MAX_BATCH,
+    MAX_CONFIRM,
     MAX_KERNEL_SOURCE_BYTES,
     MAX_KERNEL_SPEC_BYTES,
     MAX_RAY_WORKERS,
     MAX_REPLAY_SPEED,
+    MAX_REUSE_WINDOW_S,
     MAX_SEED,
     MAX_TRIALS,
     MIN_REPLAY_SPEED,
@@ -160,6 +162,25 @@ class JobCreate(_Strict):
     budget: BudgetIn
     seed: int | None = Field(None, ge=0, le=MAX_SEED)
     batch_size: int = Field(1, ge=1, le=MAX_BATCH)
+    reuse_window_s: float | None = Field(
+        None,
+        ge=0,
+        le=MAX_REUSE_WINDOW_S,
+        allow_inf_nan=False,
+        description=(
+            "Reuse the log's trials of this workload, device and toolchain up to this many "
+            "seconds old instead of measuring them (default 30 days; 0: measure everything)."
+        ),
+    )
+    confirm: int | None = Field(
+        None,
+        ge=0,
+        le=MAX_CONFIRM,
+        description=(
+            "Top configs re-measured in 3 interleaved rounds before the job ends "
+            "(default 3, none for a replayed space; 0: none)."
+        ),
+    )
     constraints: list[Constraint] = Field(
         default_factory=list,
         max_length=16,
@@ -253,6 +274,12 @@ class JobOut(BaseModel):
     )
     gpu_workers: int | None = Field(
         description="GPUs of the Ray cluster measuring at once; null: not on Ray."
+    )
+    reuse_window_s: float | None = Field(
+        None, description="How old a logged trial may be to be reused; null: the default."
+    )
+    confirm: int | None = Field(
+        None, description="Top configs re-measured before the job ends; null: the default."
     )
     n_trials: int
     progress: float | None = Field(description="Share of the budget spent, 0 to 1.")
