@@ -250,6 +250,7 @@ def run_job(
                 seq=batch.first_seq + i,
                 toolchain=versions,
                 reused_from=_reused_from(m),
+                predicted=batch.predicted_ms[i] if i < len(batch.predicted_ms) else None,
             )
             for i, (m, clock) in enumerate(zip(batch.measurements, batch.clocks_s))
         ]

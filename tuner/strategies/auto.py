@@ -93,6 +93,11 @@ class AutoSearch(ModelGuided):
         self._explored.update(found)
         return found
 
+    def predicted_ms(self, index: int) -> float | None:
+        if self.explorer is not None and index in self._explored:
+            return self.explorer.predicted_ms(index)
+        return super().predicted_ms(index)
+
     def tell(self, observations: Sequence[Observation]) -> None:
         super().tell(observations)
         if self.explorer is not None:
