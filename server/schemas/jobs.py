@@ -336,6 +336,22 @@ class TrialOut(BaseModel):
     )
     noise_band: float | None = None
     flag: str = Field("", description="unconfirmed: its re-measurement disagreed.")
+    gflops: float | None = Field(
+        None, description="The operator's FLOPs / time_ms, in GFLOP/s (null: work unknown)."
+    )
+    gbps: float | None = Field(
+        None, description="The operator's compulsory DRAM bytes / time_ms, in GB/s."
+    )
+    peak_flops_fraction: float | None = Field(
+        None,
+        description=(
+            "gflops / the device's peak FLOP/s for the dtype (its spec or ktune's catalog); "
+            "null where the peak is unknown (CPUs, float64)."
+        ),
+    )
+    peak_bandwidth_fraction: float | None = Field(
+        None, description="gbps / the device's peak memory bandwidth; null where unknown."
+    )
 
 
 class TrialPage(BaseModel):
