@@ -185,7 +185,7 @@ def _prepare(
     mark, window = fingerprint(versions), options.reuse_window_s
     known = reusable(tlog, spec.workload_id, spec.device_id, mark, window, job_id)
     backend: Backend = source.backend()
-    if known:
+    if known is not None:
         backend = ReusingBackend(backend, known, space.key)
     # a replay answers a re-measurement with the recording's own times: nothing to confirm
     default_top = 0 if job.spec.backend == "replay" else DEFAULT_TOP
