@@ -16,17 +16,30 @@ included), and per plan of 8 proposals after 8 new measurements (a refit each), 
 trained on, and the peak Python memory of the load (tracemalloc, a separate pass). Ratios are
 bounded / every trial.
 
+With ``--startup 0,100000,1000000``: a new job's start-up against the size of the log instead.
+Each log holds about that many trials of the recording's space: a quarter on the recording's
+own GPU under the toolchain the job runs with (earlier measurements it may reuse), the rest on
+synthetic GPUs (its prior). A new ``auto`` job on the recording's GPU is then created and run
+to its first recorded trial (the prior loaded, the reuse cache consulted, the model fitted, one
+replayed measurement), and its CPU time (``time.process_time``) is printed against the empty
+log's (the baseline, in the same process), with the largest parts by cProfile.
+
     .venv/bin/python benchmarks/prior_scaling.py [--devices 3,15,45] [--db-dir out/bench]
+    .venv/bin/python benchmarks/prior_scaling.py --startup 0,100000,1000000
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import logging
+import pstats
+import sqlite3
 import sys
 import time
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -35,9 +48,13 @@ sys.path.insert(0, str(ROOT))
 
 from ktune.cost_model import PriorLimit, resolve
 from ktune.cost_model.samples import Sample
-from ktune.db import TuningLog
+from ktune.db import TrialIn, TuningLog
 from ktune.search_space.formats import RecordedSpace, load_cache
+from ktune.search_space.operators.fingerprint import kernel_hash
 from ktune.testing.logs import add_synthetic_gpus
+from ktune.tuner.budget import Budget
+from ktune.tuner.jobs import JobRequest, create_job, run_job
+from ktune.tuner.sources import ReplaySource
 from ktune.tuner.strategies.auto import AutoSearch
 from ktune.tuner.strategies.base import Observation, SearchContext
 from ktune.tuner.training import samples_from_log
@@ -107,6 +124,100 @@ def run(
     }
 
 
+class _Stamped:
+    """The recording replayed under a toolchain (as a GPU's trials record one), so that the
+    job's trials have a fingerprint and the log's earlier ones of the same can be reused."""
+
+    def __init__(self, inner: ReplaySource) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    @property
+    def device_spec(self) -> dict[str, Any]:
+        return {**(self._inner.device_spec or {}), **TOOLCHAIN}
+
+
+TOOLCHAIN = {"cuda_driver": "12040", "cuda_runtime": "12040"}
+
+
+def build_startup(path: Path, rec: RecordedSpace, n_trials: int) -> int:
+    """A fresh SQLite log of about ``n_trials`` trials (none for 0): a quarter of earlier
+    stamped measurements of the recording's workload on its GPU, the rest on synthetic GPUs."""
+    if path.exists():
+        path.unlink()
+    with TuningLog.open(f"sqlite:///{path}") as tlog:
+        if n_trials == 0:
+            return 0
+        per = len(rec.records)
+        same = max(1, n_trials // 4 // per)
+        add_synthetic_gpus(tlog, rec, max(0, n_trials // per - same - 1))
+        workload = tlog.get_workload(rec.workload().key)
+        device = tlog.get_or_create_device(rec.device_name)
+        assert workload is not None
+        stamp = {**TOOLCHAIN, **({"kernel": k} if (k := kernel_hash(workload.operator)) else {})}
+        for _ in range(same):
+            rows = [
+                TrialIn(config=r.config, config_key=r.key, status=r.status, time_ms=r.time_ms,
+                        strategy="import", toolchain=stamp)
+                for r in rec.records.values()
+            ]  # fmt: skip
+            tlog.add_trials(None, workload.id, device.id, "import", rows)
+    with sqlite3.connect(path) as conn:
+        return int(conn.execute("SELECT COUNT(*) FROM trial").fetchone()[0])
+
+
+def startup(url: str, profile: cProfile.Profile | None = None) -> tuple[float, int]:
+    """CPU seconds of a new ``auto`` job on ``url`` up to its first recorded trial, and the
+    trials it reused (profiled into ``profile`` when given)."""
+    started = time.process_time()
+    if profile is not None:
+        profile.enable()
+    with TuningLog.open(url) as tlog:
+        source = _Stamped(ReplaySource.open(RECORDING))
+        request = JobRequest(source, "auto", Budget(max_trials=1), seed=1)  # type: ignore[arg-type]
+        job = create_job(tlog, request, state="running")
+        run_job(tlog, job.id, source=source)  # type: ignore[arg-type]
+        reused = sum(t.reused_from is not None for t in tlog.job_trials(job.id))
+    if profile is not None:
+        profile.disable()
+    return time.process_time() - started, reused
+
+
+def _top(stats: pstats.Stats, n: int = 4) -> str:
+    """The cumulative time of the parts of a job's start-up that read the log."""
+    rows = []
+    for (file, _, name), (_, _, _, cumulative, _) in stats.stats.items():  # type: ignore[attr-defined]
+        if "/ktune/" in file or f"{ROOT}" in file:
+            if name in ("search_context", "reusable", "restore", "create_job", "trial_outcomes"):
+                rows.append((cumulative, f"{Path(file).stem}.{name}"))
+    rows.sort(reverse=True)
+    return ", ".join(f"{label} {t:.2f}" for t, label in rows[:n])
+
+
+def main_startup(sizes: list[int], out_dir: Path) -> int:
+    print(
+        "| trials in log | start-up CPU s | minus the empty log's | reused "
+        "| parts reading the log, profiled (cumulative s) |"
+    )
+    print("|---|---|---|---|---|")
+    base: float | None = None
+    for n in sorted(sizes):
+        path = out_dir / f"startup_{n}.db"
+        trials = build_startup(path, load_cache(RECORDING), n)
+        url = f"sqlite:///{path}"
+        if base is None:
+            startup(url)  # imports and first calls, untimed
+        cpu, reused = startup(url)
+        base = cpu if base is None else base
+        profile = cProfile.Profile()
+        startup(url, profile)
+        parts = _top(pstats.Stats(profile))
+        print(f"| {trials:,} | {cpu:.2f} | {cpu - base:+.2f} | {reused} | {parts} |")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -114,6 +225,9 @@ def main() -> int:
     )
     parser.add_argument(
         "--db-dir", default=str(ROOT / "out" / "bench"), help="where the SQLite logs go"
+    )
+    parser.add_argument(
+        "--startup", default="", help="a new job's start-up on logs of these many trials"
     )
     args = parser.parse_args()
     try:
@@ -131,6 +245,14 @@ def main() -> int:
         (out_dir / ".write-check").unlink()
     except OSError as exc:
         parser.error(f"--db-dir {out_dir}: cannot write there ({exc.strerror})")
+    if args.startup:
+        try:
+            counts = [int(x) for x in args.startup.split(",")]
+            if any(n < 0 for n in counts):
+                raise ValueError
+        except ValueError:
+            parser.error("--startup takes comma-separated non-negative integers")
+        return main_startup(counts, out_dir)
     print(
         "| trials in log | GPUs | method | load s | build s | plan s (refit) "
         "| samples trained on | load peak MB |"

@@ -10,14 +10,18 @@ grow with the log. :class:`PriorLimit` bounds both: at most ``per_group`` trials
   the distance of the group's device spec embedding to the target's (unknown specs last),
   then the larger groups; ties by name. Each group in that order takes what it may until
   ``total`` is spent.
-- **Which trials of a group** (when it has more than its quota): its fastest ``fastest``
-  share of the quota (the model must know the good configs), then a uniform draw of the rest
-  (it must know the landscape, failures included). The draw is seeded by the caller's seed
-  and the group's name, so a job started twice with the same seed trains on the same trials.
+- **Which trials of a group** (when it has more than its quota): from its newest ``window``
+  times its quota (so that what a job reads of a large group does not grow with the group),
+  the fastest ``fastest`` share of the quota (the model must know the good configs), then a
+  uniform draw of the rest (it must know the landscape, failures included). The draw is
+  seeded by the caller's seed and the group's name, so a job started twice with the same seed
+  trains on the same trials.
 
-:func:`choose` is the policy over group summaries; :func:`limit_samples` applies it to
-samples in memory, and :func:`ktune.tuner.training.samples_from_log` applies it to the log
-before loading any config.
+:func:`choose` is the policy over group summaries, :func:`quotas` and :func:`thin` its two
+steps; :func:`limit_samples` applies it to samples in memory, and
+:func:`ktune.tuner.training.samples_from_log` applies it to the log: the quotas from each
+group's size, then only each group's newest ``window`` x quota trials are read, and only the
+kept ones' configs.
 """
 
 from __future__ import annotations
@@ -34,21 +38,23 @@ from ktune.cost_model.embedding import spec_distance
 from ktune.cost_model.model import ModelError
 from ktune.cost_model.samples import Sample
 
-__all__ = ["PriorGroup", "PriorLimit", "choose", "limit_samples", "summarise"]
+__all__ = ["PriorGroup", "PriorLimit", "choose", "limit_samples", "quotas", "summarise", "thin"]
 
 
 @dataclass(frozen=True)
 class PriorLimit:
     """At most ``per_group`` trials per (workload, device) group and ``total`` in all; a
-    thinned group keeps its ``fastest`` share from its fastest trials."""
+    thinned group keeps its ``fastest`` share from its fastest trials, among its newest
+    ``window`` x its quota."""
 
     per_group: int = 1000
     total: int = 4000
     fastest: float = 0.2
+    window: int = 10
 
     def __post_init__(self) -> None:
-        if self.per_group < 1 or self.total < 1:
-            raise ModelError("per_group and total must be >= 1")
+        if self.per_group < 1 or self.total < 1 or self.window < 1:
+            raise ModelError("per_group, total and window must be >= 1")
         if not 0.0 <= self.fastest <= 1.0:
             raise ModelError("fastest must be in [0, 1]")
 
@@ -56,7 +62,8 @@ class PriorLimit:
 @dataclass(frozen=True)
 class PriorGroup:
     """One (workload key, device name) group of candidate trials, as :func:`choose` sees it.
-    ``times``: one entry per trial, ``inf`` for a failed one."""
+    ``times``: one entry per trial, oldest first, ``inf`` for a failed one; ``size``: how many
+    trials the group holds when ``times`` is not given (the log's count, for :func:`quotas`)."""
 
     workload: str
     device: str
@@ -64,32 +71,55 @@ class PriorGroup:
     same_device: bool
     same_workload: bool
     distance: float  # spec embedding distance to the target; inf when either is unknown
+    size: int | None = None
+
+    @property
+    def count(self) -> int:
+        return len(self.times) if self.size is None else self.size
 
 
-def choose(groups: Sequence[PriorGroup], limit: PriorLimit, seed: int = 0) -> list[np.ndarray]:
-    """For each group, the sorted positions of the trials kept (see the module docstring)."""
+def quotas(groups: Sequence[PriorGroup], limit: PriorLimit) -> list[int]:
+    """How many trials each group keeps (the groups in order of relevance, each taking what
+    it may until ``limit.total`` is spent)."""
     order = sorted(
         range(len(groups)),
         key=lambda g: (
             not groups[g].same_device,
             not groups[g].same_workload,
             groups[g].distance,
-            -len(groups[g].times),
+            -groups[g].count,
             groups[g].workload,
             groups[g].device,
         ),
     )
-    out: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * len(groups)
+    out = [0] * len(groups)
     left = limit.total
     for g in order:
-        group = groups[g]
-        quota = min(len(group.times), limit.per_group, left)
+        quota = min(groups[g].count, limit.per_group, left)
         if quota <= 0:
             break
         left -= quota
-        rng = np.random.default_rng([seed, zlib.crc32(f"{group.workload}|{group.device}".encode())])
-        out[g] = _thin(np.asarray(group.times, dtype=np.float64), quota, limit.fastest, rng)
+        out[g] = quota
     return out
+
+
+def thin(
+    workload: str, device: str, times: np.ndarray, quota: int, limit: PriorLimit, seed: int = 0
+) -> np.ndarray:
+    """The sorted positions, among the group's ``times`` (oldest first; its newest
+    ``limit.window`` x ``quota`` suffice), of the ``quota`` trials it keeps."""
+    times = np.asarray(times, dtype=np.float64)
+    start = max(0, len(times) - limit.window * quota)
+    rng = np.random.default_rng([seed, zlib.crc32(f"{workload}|{device}".encode())])
+    return start + _thin(times[start:], min(quota, len(times) - start), limit.fastest, rng)
+
+
+def choose(groups: Sequence[PriorGroup], limit: PriorLimit, seed: int = 0) -> list[np.ndarray]:
+    """For each group, the sorted positions of the trials kept (see the module docstring)."""
+    return [
+        thin(g.workload, g.device, g.times, q, limit, seed) if q else np.empty(0, dtype=np.int64)
+        for g, q in zip(groups, quotas(groups, limit))
+    ]
 
 
 def _thin(times: np.ndarray, quota: int, fastest: float, rng: np.random.Generator) -> np.ndarray:

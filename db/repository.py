@@ -13,7 +13,7 @@ tiers; ``tokens``: API tokens; ``stats``: counts for metrics).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from types import TracebackType
@@ -500,18 +500,52 @@ class TuningLog:
         query = select(trial_t).where(trial_t.c.workload_id == workload_id)
         return self._trials(query.order_by(trial_t.c.id))
 
-    def trial_outcomes(self, workload_id: int) -> list[TrialOutcome]:
-        """Id, job, device, status and time of every trial of a workload, oldest first: a
-        narrow scan (no configs) for choosing which trials to load."""
+    def trial_outcomes(
+        self,
+        workload_id: int,
+        device_id: int | None = None,
+        *,
+        newest: int | None = None,
+        statuses: Collection[str] | None = None,
+        exclude_jobs: Collection[int] = (),
+    ) -> list[TrialOutcome]:
+        """Id, job, device, status and time of the trials of a workload (on ``device_id``
+        only, when given; with one of ``statuses``, outside ``exclude_jobs``), oldest first: a
+        narrow scan (no configs) for choosing which trials to load. ``newest``: only the
+        newest that many (read from the (workload, device, id) index, newest first, so the
+        cost grows with ``newest``, not with the group)."""
         c = trial_t.c
         query = select(c.id, c.job_id, c.device_id, c.status, c.time_ms).where(
             c.workload_id == workload_id
         )
+        if device_id is not None:
+            query = query.where(c.device_id == device_id)
+        if statuses is not None:
+            query = query.where(c.status.in_(sorted(statuses)))
+        if exclude_jobs:
+            query = query.where(or_(c.job_id.is_(None), c.job_id.not_in(sorted(exclude_jobs))))
+        if newest is not None:
+            query = query.order_by(c.id.desc()).limit(max(0, newest))
+        else:
+            query = query.order_by(c.id)
         with self._read() as conn:
-            return [
+            rows = [
                 TrialOutcome(row.id, row.job_id, row.device_id, row.status, row.time_ms)
-                for row in conn.execute(query.order_by(c.id))
+                for row in conn.execute(query)
             ]
+        return rows[::-1] if newest is not None else rows
+
+    def trials_by_device(self, workload_id: int) -> dict[int, int]:
+        """Device id -> how many trials of a workload the log holds on it (every status), from
+        the index alone."""
+        c = trial_t.c
+        query = (
+            select(c.device_id, sqlfunc.count())
+            .where(c.workload_id == workload_id)
+            .group_by(c.device_id)
+        )
+        with self._read() as conn:
+            return {int(row[0]): int(row[1]) for row in conn.execute(query)}
 
     def trial_configs(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
         """Trial id -> config, for the given ids (unknown ids are absent)."""
@@ -532,10 +566,13 @@ class TuningLog:
         since: datetime,
         *,
         exclude_job: int | None = None,
+        config_keys: Collection[str] | None = None,
     ) -> dict[str, TrialRecord]:
         """Config key -> the latest trial of (workload, device) with ``fingerprint`` (never the
         empty one) recorded at or after ``since`` whose outcome a new measurement would repeat
-        (see :data:`REUSABLE`), outside job ``exclude_job``: the log as a measurement cache."""
+        (see :data:`REUSABLE`), outside job ``exclude_job``: the log as a measurement cache.
+        ``config_keys``: only those configs (a batch about to be measured; read through the
+        (workload, device, config key) index, so the cost does not grow with the log)."""
         if not fingerprint:
             return {}
         c = trial_t.c
@@ -548,7 +585,14 @@ class TuningLog:
         )
         if exclude_job is not None:
             query = query.where(or_(c.job_id.is_(None), c.job_id != exclude_job))
-        return {t.config_key: t for t in self._trials(query.order_by(c.id))}
+        if config_keys is None:
+            return {t.config_key: t for t in self._trials(query.order_by(c.id))}
+        keys = sorted(set(config_keys))
+        found: dict[str, TrialRecord] = {}
+        for start in range(0, len(keys), _ID_CHUNK):
+            chunk = query.where(c.config_key.in_(keys[start : start + _ID_CHUNK]))
+            found.update((t.config_key, t) for t in self._trials(chunk.order_by(c.id)))
+        return found
 
     def confirm(
         self,

@@ -12,7 +12,7 @@ from collections.abc import Collection
 
 __all__ = ["HEAD_REVISION", "REVISIONS", "schema_problem", "unknown_revision"]
 
-REVISIONS = ("0001", "0002", "0003", "0004", "0005")
+REVISIONS = ("0001", "0002", "0003", "0004", "0005", "0006")
 HEAD_REVISION = REVISIONS[-1]
 
 

@@ -180,7 +180,10 @@ class Trial(Base):
         # trials have no job; NULLs are distinct, so they are not constrained here.
         UniqueConstraint("job_id", "config_key"),
         UniqueConstraint("job_id", "seq"),  # its index also serves job_trials()
-        Index(None, "workload_id", "device_id"),
+        # the prior's newest trials of a group, and its counts by device (from the index)
+        Index(None, "workload_id", "device_id", "id"),
+        # the log as a measurement cache: the configs a batch is about to measure
+        Index(None, "workload_id", "device_id", "config_key"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

@@ -86,7 +86,15 @@ def build_request(
     else:
         source = _operator(body, catalog, ray_address, max_workload_bytes)
     try:
-        return JobRequest(source, body.strategy, budget, seed=body.seed, batch_size=body.batch_size)
+        return JobRequest(
+            source,
+            body.strategy,
+            budget,
+            seed=body.seed,
+            batch_size=body.batch_size,
+            reuse_window_s=body.reuse_window_s,
+            confirm=body.confirm,
+        )
     except StrategyError as exc:
         raise FieldError(("strategy",), str(exc)) from None
     except JobError as exc:

@@ -13,6 +13,7 @@ from ktune.db import JobRecord, TrialRecord
 from ktune.server.recordings import RecordingCatalog
 from ktune.server.schemas.jobs import BudgetOut, JobOut, SpaceRef, TrialOut
 from ktune.tuner.confirmation import spread
+from ktune.tuner.insight.peak import Rates
 from ktune.tuner.sources import (
     CustomOptions,
     JobOptions,
@@ -96,6 +97,8 @@ def job_out(job: JobRecord, catalog: RecordingCatalog) -> JobOut:
         replay_speed=source.speed if isinstance(source, ReplayOptions) else None,
         gpu_type=placement.gpu_type if placement else None,
         gpu_workers=placement.workers if placement else None,
+        reuse_window_s=options.reuse_window_s if options else None,
+        confirm=options.confirm if options else None,
         n_trials=job.n_trials,
         progress=progress(job),
         best_time_ms=job.best_time_ms,
@@ -114,7 +117,8 @@ def job_out(job: JobRecord, catalog: RecordingCatalog) -> JobOut:
     )
 
 
-def trial_out(t: TrialRecord) -> TrialOut:
+def trial_out(t: TrialRecord, rated: Rates | None = None) -> TrialOut:
+    """A trial as REST shows it, with its rates (``ktune.tuner.insight.rates``) when given."""
     return TrialOut(
         seq=t.seq,
         config=t.config,
@@ -132,4 +136,8 @@ def trial_out(t: TrialRecord) -> TrialOut:
         confirmed_ms=t.confirmed_ms,
         noise_band=t.noise_band,
         flag=t.flag,
+        gflops=rated.gflops if rated else None,
+        gbps=rated.gbps if rated else None,
+        peak_flops_fraction=rated.flops_fraction if rated else None,
+        peak_bandwidth_fraction=rated.bandwidth_fraction if rated else None,
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 __all__ = [
     "MAX_BATCH",
     "MAX_CONCURRENCY",
+    "MAX_CONFIRM",
     "MAX_JOB_ID",
     "MAX_KERNEL_SOURCE_BYTES",
     "MAX_KERNEL_SPEC_BYTES",
@@ -14,6 +15,7 @@ __all__ = [
     "MAX_POLL_S",
     "MAX_RAY_WORKERS",
     "MAX_REPLAY_SPEED",
+    "MAX_REUSE_WINDOW_S",
     "MAX_SEED",
     "MAX_TRIALS",
     "MIN_REPLAY_SPEED",
@@ -27,6 +29,10 @@ MAX_CONCURRENCY = 64  # jobs one runner process runs at once
 MAX_LEASE_S = 3600  # seconds a runner holds a job without renewing its lease
 MAX_POLL_S = 60  # seconds between a runner's looks at an empty queue
 MAX_RAY_WORKERS = 1024  # GPUs of a Ray cluster one job measures on at once
+# A job re-measures at most this many top candidates before it ends (each in 3 rounds).
+MAX_CONFIRM = 20
+# How old a logged trial may be for a job to reuse it: ten years, in seconds.
+MAX_REUSE_WINDOW_S = 10 * 365 * 86400
 # A replay spends the recorded GPU time at most this much slower than the GPU did (no slower):
 # a replay_speed of 0.001 held a runner's slot for half an hour per measurement, deaf to cancel.
 MIN_REPLAY_SPEED = 1.0

@@ -189,7 +189,7 @@ def _prepare(
     mark, window = fingerprint(versions), options.reuse_window_s
     known = reusable(tlog, spec.workload_id, spec.device_id, mark, window, job_id)
     backend: Backend = source.backend()
-    if known:
+    if known is not None:
         backend = ReusingBackend(backend, known, space.key)
     # a replay answers a re-measurement with the recording's own times: nothing to confirm
     default_top = 0 if job.spec.backend == "replay" else DEFAULT_TOP
@@ -254,6 +254,7 @@ def run_job(
                 seq=batch.first_seq + i,
                 toolchain=versions,
                 reused_from=_reused_from(m),
+                predicted=batch.predicted_ms[i] if i < len(batch.predicted_ms) else None,
             )
             for i, (m, clock) in enumerate(zip(batch.measurements, batch.clocks_s))
         ]

@@ -51,6 +51,8 @@ class Batch:
     measurements: tuple[Measurement, ...]
     clocks_s: tuple[float, ...]  # the job clock after each measurement
     state: TunerState
+    #: the strategy's predicted time of each measurement, ms (None: no prediction)
+    predicted_ms: tuple[float | None, ...] = ()
 
 
 @dataclass
@@ -201,7 +203,8 @@ class Tuner:
         first_seq = state.n_trials
         for index, m in zip(indices, results):
             state.add(index, m)
-        batch = Batch(first_seq, tuple(results), tuple(clocks), state.snapshot())
+        predicted = tuple(self.strategy.predicted_ms(i) for i in indices)
+        batch = Batch(first_seq, tuple(results), tuple(clocks), state.snapshot(), predicted)
         if self.sink is not None and (refused := self.sink(batch)) is not None:
             return refused
         started = time.perf_counter()

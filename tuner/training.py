@@ -12,13 +12,15 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+import numpy as np
 
 from ktune.cost_model.devices import DeviceSpec, resolve
 from ktune.cost_model.features import FeatureExtractor, parameter_signature
-from ktune.cost_model.prior import PriorLimit, choose, summarise
-from ktune.cost_model.samples import Sample, is_ok, is_usable
+from ktune.cost_model.prior import PriorLimit, quotas, summarise, thin
+from ktune.cost_model.samples import FAILED, Sample, is_ok, is_usable
 from ktune.cost_model.transfer import DEFAULT_LIMIT, TransferModel
 from ktune.db import TrialOutcome, TuningLog, WorkloadRecord
 from ktune.search_space.parameters import Parameter
@@ -28,6 +30,9 @@ from ktune.search_space.workload import Workload, WorkloadError
 __all__ = ["device_specs", "matching_workloads", "samples_from_log", "transfer_model"]
 
 log = logging.getLogger(__name__)
+
+#: the statuses of trials the prior may use (``is_usable``)
+USABLE = frozenset({"ok", *FAILED})
 
 
 def matching_workloads(tlog: TuningLog, parameters: Sequence[Parameter]) -> list[WorkloadRecord]:
@@ -72,7 +77,42 @@ class _Group:
     workload: Workload
     device: str
     spec: DeviceSpec | None
+    workload_id: int
+    device_id: int
+    count: int = 0  # trials of the group in the log (every status), when not read
     trials: list[TrialOutcome] = field(default_factory=list)
+
+
+def _choose_from_log(
+    tlog: TuningLog,
+    groups: list[_Group],
+    limit: PriorLimit,
+    excluded_jobs: set[int],
+    target: tuple[str, str] | None,
+    target_spec: DeviceSpec | None,
+    seed: int,
+) -> None:
+    """Set each group's trials to those the prior keeps: the quotas from the groups' counts,
+    then each group with a quota read (its newest ``limit.window`` x quota usable trials
+    outside ``excluded_jobs``) and thinned (``ktune.cost_model.prior``)."""
+    summaries = [
+        summarise(g.workload.key, g.device, g.spec, [], target, target_spec) for g in groups
+    ]
+    sized = [replace(s, size=g.count) for s, g in zip(summaries, groups)]
+    for g, quota in zip(groups, quotas(sized, limit)):
+        if quota == 0:
+            continue
+        read = tlog.trial_outcomes(
+            g.workload_id,
+            g.device_id,
+            newest=limit.window * quota,
+            statuses=USABLE,
+            exclude_jobs=excluded_jobs,
+        )
+        read = [t for t in read if is_usable(t.status, t.time_ms)]
+        times = np.array([t.time_ms if is_ok(t.status, t.time_ms) else np.inf for t in read])
+        kept = thin(g.workload.key, g.device, times, min(quota, len(read)), limit, seed)
+        g.trials = [read[p] for p in kept]
 
 
 def samples_from_log(
@@ -92,8 +132,10 @@ def samples_from_log(
 
     With ``limit``, only the trials :func:`ktune.cost_model.prior.choose` keeps (relative to
     ``target``, the (workload key, device name) being tuned, and its spec; drawn with
-    ``seed``): they are chosen from a narrow scan of ids, devices, statuses and times, and
-    only their configs are loaded, so the cost grows with the limit, not with the log."""
+    ``seed``): each group's quota comes from its count of trials (read from an index), then
+    only the newest ``limit.window`` x quota usable trials of each group with a quota are
+    read (ids, statuses and times), and only the kept ones' configs, so the cost grows with
+    the limit, not with the log."""
     extractor = FeatureExtractor(parameters, device_features=False)
     devices = device_specs(tlog)
     excluded = set(exclude_devices)
@@ -104,29 +146,23 @@ def samples_from_log(
             workload = Workload.from_key(wl.key)
         except WorkloadError:
             workload = Workload(wl.operator, wl.shape, wl.dtype, wl.layout)
+        if limit is not None:
+            for device_id, count in sorted(tlog.trials_by_device(wl.id).items()):
+                name, spec = devices.get(device_id, (str(device_id), None))
+                if name not in excluded:
+                    groups.append(_Group(workload, name, spec, wl.id, device_id, count))
+            continue
         by_device: dict[int, _Group] = {}
         for t in tlog.trial_outcomes(wl.id):
             name, spec = devices.get(t.device_id, (str(t.device_id), None))
             if name in excluded or t.job_id in excluded_jobs or not is_usable(t.status, t.time_ms):
                 continue
             if t.device_id not in by_device:
-                by_device[t.device_id] = _Group(workload, name, spec)
+                by_device[t.device_id] = _Group(workload, name, spec, wl.id, t.device_id)
             by_device[t.device_id].trials.append(t)
         groups.extend(by_device.values())
     if limit is not None:
-        summaries = [
-            summarise(
-                g.workload.key,
-                g.device,
-                g.spec,
-                [t.time_ms if is_ok(t.status, t.time_ms) else None for t in g.trials],
-                target,
-                target_spec,
-            )
-            for g in groups
-        ]
-        for g, kept in zip(groups, choose(summaries, limit, seed)):
-            g.trials = [g.trials[p] for p in kept]
+        _choose_from_log(tlog, groups, limit, excluded_jobs, target, target_spec, seed)
     configs = tlog.trial_configs([t.id for g in groups for t in g.trials])
     chosen: list[tuple[int, Sample]] = []
     skipped: Counter[str] = Counter()

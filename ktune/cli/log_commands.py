@@ -101,20 +101,23 @@ def trials(
             raise CliError(f"no job {job} in the tuning log {tlog.url}")
         record = tlog.get_job(job)
         rows = tlog.job_trials(job)
+        device = tlog.get_device(record.device_name) if record is not None else None
     from ktune.tuner.confirmation import spread
-    from ktune.tuner.insight.throughput import rate, work_of
+    from ktune.tuner.insight.peak import rates, work_and_peak
 
     assert record is not None
-    work = work_of(record.workload_key)
+    stored = device.spec if device is not None else None
+    work, peak = work_and_peak(record.workload_key, record.device_name, stored)
     if fmt is TrialFormat.json:
         print(json.dumps([trial_row(t) for t in rows], indent=1))
     elif fmt is TrialFormat.csv:
         print(trials_csv(rows), end="")
     else:
-        table = _table("#", "status", "time", "spread", "GFLOP/s", "GB/s", "clock", "config")
+        rate_heads = ("GFLOP/s (of peak)", "GB/s (of peak)")
+        table = _table("#", "status", "time", "spread", *rate_heads, "clock", "config")
         for t in rows:
             width = spread(t.times_ms)
-            flops, moved = rate(work.flops, t.time_ms), rate(work.bytes, t.time_ms)
+            rated = rates(work, peak, t.time_ms)
             status = t.status + (" (reused)" if t.reused_from is not None else "")
             time_text = format_ms(t.time_ms)
             if t.confirmed_ms is not None:
@@ -124,14 +127,21 @@ def trials(
                 status,
                 time_text,
                 "-" if width is None else f"±{width / 2:.0%}",
-                "-" if flops is None else f"{flops:.1f}",
-                "-" if moved is None else f"{moved:.1f}",
+                _rate_cell(rated.gflops, rated.flops_fraction),
+                _rate_cell(rated.gbps, rated.bandwidth_fraction),
                 format_duration(t.clock_s),
                 format_config(t.config),
             )
         common.out.print(table)
         if record.warning:
             common.err.print(f"warning: {record.warning}", markup=False, highlight=False)
+
+
+def _rate_cell(value: float | None, fraction: float | None) -> str:
+    """``123.4 (45%)``: a rate and its fraction of the device's peak, where known."""
+    if value is None:
+        return "-"
+    return f"{value:.1f}" + ("" if fraction is None else f" ({fraction:.0%})")
 
 
 def devices(db: DbOption = None) -> None:

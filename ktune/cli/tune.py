@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -31,9 +33,11 @@ from ktune.db import JobRecord, TrialRecord, TuningLog
 from ktune.tuner import strategies
 from ktune.tuner.bounds import (
     MAX_BATCH,
+    MAX_CONFIRM,
     MAX_JOB_ID,
     MAX_RAY_WORKERS,
     MAX_REPLAY_SPEED,
+    MAX_REUSE_WINDOW_S,
     MAX_SEED,
     MAX_TRIALS,
     MIN_REPLAY_SPEED,
@@ -200,6 +204,27 @@ def tune(
         int,
         typer.Option("--batch", "-b", help=f"Configurations measured per batch (1..{MAX_BATCH})."),
     ] = 1,
+    reuse_window: Annotated[
+        float | None,
+        typer.Option(
+            "--reuse-window",
+            help=(
+                "Reuse the log's trials of this workload, device and toolchain up to this many "
+                "seconds old instead of measuring them again (default 30 days; 0: measure "
+                "everything)."
+            ),
+        ),
+    ] = None,
+    confirm: Annotated[
+        int | None,
+        typer.Option(
+            "--confirm",
+            help=(
+                f"Re-measure this many top configs (0..{MAX_CONFIRM}) in 3 interleaved rounds "
+                "before the job ends (default 3, none for a replay; 0: none)."
+            ),
+        ),
+    ] = None,
     spec: Annotated[
         Path | None,
         typer.Option(
@@ -253,6 +278,8 @@ def tune(
     check_range("--patience", patience, 1, MAX_TRIALS)
     check_range("--seed", seed, 0, MAX_SEED)
     check_range("--batch", batch, 1, MAX_BATCH)
+    check_range("--reuse-window", reuse_window, 0, MAX_REUSE_WINDOW_S)
+    check_range("--confirm", confirm, 0, MAX_CONFIRM)
     check_range("--replay-speed", replay_speed, MIN_REPLAY_SPEED, MAX_REPLAY_SPEED)
     check_range("--ray-workers", ray_workers, 1, MAX_RAY_WORKERS)
     if (ray_workers is not None or gpu_type is not None) and ray is None:
@@ -289,6 +316,15 @@ def tune(
 
     # Validate every input before anything is written.
     limits = Budget(max_trials=budget, max_seconds=time_budget, target_ms=target, patience=patience)
+    make = partial(
+        JobRequest,
+        strategy=strategy,
+        budget=limits,
+        seed=seed,
+        batch_size=batch,
+        reuse_window_s=reuse_window,
+        confirm=confirm,
+    )
     several = shape_list(shape, shapes, shapes_from, op)
     source: Source
     if demo:
@@ -326,7 +362,7 @@ def tune(
                 raise CliError("--out writes one job: leave it out with --shapes (`ktune jobs`)")
             # every shape is checked before the first job starts
             each = [request_options(replace(request, shape=s)) for s in several]
-            _run_shapes(each, strategy, limits, seed, batch, budget, quiet, db)
+            _run_shapes(each, make, budget, quiet, db)
             return
         if placement is not None and not quiet:
             err.print(
@@ -337,7 +373,7 @@ def tune(
                 markup=False,
             )
         source = open_source(options)
-    job_request = JobRequest(source, strategy, limits, seed=seed, batch_size=batch)
+    job_request = make(source)
     if budget is None and not quiet:
         err.print(
             f"no --budget: measuring until all {len(source.space)} configs are measured "
@@ -352,10 +388,7 @@ def tune(
 
 def _run_shapes(
     each: list[Any],
-    strategy: str,
-    limits: Budget,
-    seed: int | None,
-    batch: int,
+    make: Callable[[Source], JobRequest],
     budget: int | None,
     quiet: bool,
     db: str | None,
@@ -366,7 +399,7 @@ def _run_shapes(
         source = open_source(options)
         if not quiet:
             err.print(f"shape {n} of {len(each)}", markup=False)
-        job_request = JobRequest(source, strategy, limits, seed=seed, batch_size=batch)
+        job_request = make(source)
         with open_log(db) as tlog:
             job = submit(tlog, job_request, run_here=True)
             _run(tlog, job.id, source, budget, None, quiet)

@@ -27,7 +27,14 @@ from ktune.server.schemas.insight import (
 from ktune.server.schemas.jobs import JobState
 from ktune.server.views import job_out
 from ktune.tuner.bounds import MAX_JOB_ID
-from ktune.tuner.insight import METHOD, JobCurve, knob_importance, rate, strategy_bands, work_of
+from ktune.tuner.insight import (
+    METHOD,
+    JobCurve,
+    knob_importance,
+    rate,
+    strategy_bands,
+    work_and_peak,
+)
 
 __all__ = ["MAX_COMPARED", "router"]
 
@@ -93,7 +100,8 @@ def job_work(job_id: JobId, _: Reader, tlog: LogDep) -> WorkOut:
     """A trial's GFLOP/s is ``flops / (time_ms * 1e6)``, its GB/s ``bytes / (time_ms * 1e6)``;
     both null for workloads whose operator ktune does not know (recorded spaces)."""
     job = _job(tlog, job_id)
-    work = work_of(job.workload_key)
+    device = tlog.get_device(job.device_name)
+    work, peak = work_and_peak(job.workload_key, job.device_name, device.spec if device else None)
     return WorkOut(
         job=job_id,
         workload=job.workload_key,
@@ -103,6 +111,9 @@ def job_work(job_id: JobId, _: Reader, tlog: LogDep) -> WorkOut:
         reason=work.reason,
         best_gflops=rate(work.flops, job.best_time_ms),
         best_gbps=rate(work.bytes, job.best_time_ms),
+        peak_gflops=peak.gflops,
+        peak_gbps=peak.gbps,
+        peak_reason=peak.reason,
     )
 
 

@@ -15,6 +15,7 @@ from ktune.server.submissions import FieldError, submit
 from ktune.server.views import job_out, trial_out
 from ktune.tuner import lifecycle
 from ktune.tuner.bounds import MAX_JOB_ID
+from ktune.tuner.insight.peak import rates, work_and_peak
 from ktune.tuner.measure.base import BackendError
 
 __all__ = ["MAX_JOBS_PAGE", "MAX_TRIALS_PAGE", "router"]
@@ -144,8 +145,10 @@ def job_trials(
         raise _not_found(job_id)
     trials = tlog.job_trials(job_id, since=since, limit=limit)
     last = trials[-1].seq if trials else None
+    device = tlog.get_device(job.device_name)
+    work, peak = work_and_peak(job.workload_key, job.device_name, device.spec if device else None)
     return TrialPage(
-        items=[trial_out(t) for t in trials],
+        items=[trial_out(t, rates(work, peak, t.time_ms)) for t in trials],
         since=since,
         next_since=since if last is None else last + 1,
         job_state=job.state,  # type: ignore[arg-type]

@@ -54,6 +54,13 @@ class WorkOut(BaseModel):
     reason: str = Field(description="Why the work is unknown, when it is.")
     best_gflops: float | None = Field(description="flops / best time, in GFLOP/s.")
     best_gbps: float | None = Field(description="bytes / best time, in GB/s.")
+    peak_gflops: float | None = Field(
+        None, description="The device's peak GFLOP/s for the dtype; null: unknown."
+    )
+    peak_gbps: float | None = Field(
+        None, description="The device's peak memory bandwidth, GB/s; null: unknown."
+    )
+    peak_reason: str = Field("", description="Why a peak is unknown, when one is.")
 
 
 class FacetsOut(BaseModel):

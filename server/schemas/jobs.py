@@ -11,10 +11,12 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_vali
 from ktune.tuner import strategies
 from ktune.tuner.bounds import (
     MAX_BATCH,
+    MAX_CONFIRM,
     MAX_KERNEL_SOURCE_BYTES,
     MAX_KERNEL_SPEC_BYTES,
     MAX_RAY_WORKERS,
     MAX_REPLAY_SPEED,
+    MAX_REUSE_WINDOW_S,
     MAX_SEED,
     MAX_TRIALS,
     MIN_REPLAY_SPEED,
@@ -160,6 +162,25 @@ class JobCreate(_Strict):
     budget: BudgetIn
     seed: int | None = Field(None, ge=0, le=MAX_SEED)
     batch_size: int = Field(1, ge=1, le=MAX_BATCH)
+    reuse_window_s: float | None = Field(
+        None,
+        ge=0,
+        le=MAX_REUSE_WINDOW_S,
+        allow_inf_nan=False,
+        description=(
+            "Reuse the log's trials of this workload, device and toolchain up to this many "
+            "seconds old instead of measuring them (default 30 days; 0: measure everything)."
+        ),
+    )
+    confirm: int | None = Field(
+        None,
+        ge=0,
+        le=MAX_CONFIRM,
+        description=(
+            "Top configs re-measured in 3 interleaved rounds before the job ends "
+            "(default 3, none for a replayed space; 0: none)."
+        ),
+    )
     constraints: list[Constraint] = Field(
         default_factory=list,
         max_length=16,
@@ -254,6 +275,12 @@ class JobOut(BaseModel):
     gpu_workers: int | None = Field(
         description="GPUs of the Ray cluster measuring at once; null: not on Ray."
     )
+    reuse_window_s: float | None = Field(
+        None, description="How old a logged trial may be to be reused; null: the default."
+    )
+    confirm: int | None = Field(
+        None, description="Top configs re-measured before the job ends; null: the default."
+    )
     n_trials: int
     progress: float | None = Field(description="Share of the budget spent, 0 to 1.")
     best_time_ms: float | None
@@ -309,6 +336,22 @@ class TrialOut(BaseModel):
     )
     noise_band: float | None = None
     flag: str = Field("", description="unconfirmed: its re-measurement disagreed.")
+    gflops: float | None = Field(
+        None, description="The operator's FLOPs / time_ms, in GFLOP/s (null: work unknown)."
+    )
+    gbps: float | None = Field(
+        None, description="The operator's compulsory DRAM bytes / time_ms, in GB/s."
+    )
+    peak_flops_fraction: float | None = Field(
+        None,
+        description=(
+            "gflops / the device's peak FLOP/s for the dtype (its spec or ktune's catalog); "
+            "null where the peak is unknown (CPUs, float64)."
+        ),
+    )
+    peak_bandwidth_fraction: float | None = Field(
+        None, description="gbps / the device's peak memory bandwidth; null where unknown."
+    )
 
 
 class TrialPage(BaseModel):

@@ -306,6 +306,9 @@ function columnsFor(names, work, hasPredicted) {
   ];
   if (work && work.flops !== null) cols.push({ key: "gflops", label: "GFLOP/s", get: (t) => rate(work.flops, t.time_ms) });
   if (work && work.bytes !== null) cols.push({ key: "gbps", label: "GB/s", get: (t) => rate(work.bytes, t.time_ms) });
+  // the fraction of the device's peak, where the device's spec knows it (the API's numbers)
+  if (work && work.flops !== null && work.peak_gflops) cols.push({ key: "peak_flops", label: "of peak FLOP/s", get: (t) => t.peak_flops_fraction, show: pct, title: `GFLOP/s / the device's peak, ${work.peak_gflops.toFixed(0)} GFLOP/s` });
+  if (work && work.bytes !== null && work.peak_gbps) cols.push({ key: "peak_bw", label: "of peak GB/s", get: (t) => t.peak_bandwidth_fraction, show: pct, title: `GB/s / the device's peak bandwidth, ${work.peak_gbps.toFixed(0)} GB/s` });
   if (hasPredicted) cols.push({ key: "predicted", label: "predicted (ms)", get: (t) => t.predicted });
   cols.push({ key: "compile_ms", label: "compile (ms)", get: (t) => t.compile_ms });
   for (const n of names) cols.push({ key: `knob:${n}`, label: n, get: (t) => t.config[n], knob: true });
@@ -410,7 +413,9 @@ function tablePanel(node, job, trials, names, axes, view, work, rerender) {
       h("span", { class: "muted" }, `page ${view.page + 1} of ${pages}`),
       h("button", { id: "rows-next", disabled: view.page >= pages - 1 ? true : null, onclick: () => { view.page++; rerender(); } }, "next →")),
     (!work || work.flops === null) && (!work || work.bytes === null)
-      ? h("p", { class: "muted small" }, `GFLOP/s and GB/s: not known${work && work.reason ? ` (${work.reason})` : ""}.`) : null,
+      ? h("p", { class: "muted small" }, `GFLOP/s and GB/s: not known${work && work.reason ? ` (${work.reason})` : ""}.`)
+      : (work && !work.peak_gflops && !work.peak_gbps
+        ? h("p", { class: "muted small", id: "peak-none" }, `Fraction of peak: not known${work.peak_reason ? ` (${work.peak_reason})` : ""}.`) : null),
     hasPredicted ? null : h("p", { class: "muted small", id: "predicted-none" }, "Predicted times: not recorded for this job."));
 }
 

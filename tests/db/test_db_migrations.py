@@ -24,7 +24,7 @@ TABLES = {"alembic_version", "device", "workload", "job", "trial", "best_config"
 
 def test_fresh_database_is_migrated_on_open(db_url: str) -> None:
     with TuningLog.open(db_url) as log, log._read() as conn:
-        assert current_revision(conn) == head_revision() == "0005"
+        assert current_revision(conn) == head_revision() == "0006"
         assert set(inspect(conn).get_table_names()) == TABLES
 
 

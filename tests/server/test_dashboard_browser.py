@@ -195,6 +195,18 @@ def test_dashboard_shows_convergence_and_follows_a_running_job(
         page.screenshot(path=str(SHOTS / "predicted.png"), full_page=True)
         open_job(done["id"])
         assert page.locator("#plot-predicted").count() == 0  # no predictions, no such plot
+        # A real job of a model-guided strategy records its predictions: the plot shows.
+        guided = post({"space": PNPOLY, "strategy": "auto", "seed": 1, "budget": {"trials": 32}})
+        deadline = time.monotonic() + 120
+        while server.job(guided["id"])["state"] != "done":
+            assert time.monotonic() < deadline, "the auto job did not finish"
+            time.sleep(0.1)
+        items = server.http.get(f"/v1/jobs/{guided['id']}/trials").json()["items"]
+        pairs = [t for t in items if t["predicted"] is not None and t["time_ms"] is not None]
+        assert pairs
+        open_job(guided["id"])
+        page.wait_for_selector("#plot-predicted svg circle.pt")
+        assert page.locator("#plot-predicted circle.pt").count() == len(pairs)
 
         page.goto(f"{server.url}#/compare?jobs={done['id']},{live['id']}")
         page.wait_for_selector("#compare-measurements svg path.series")

@@ -174,6 +174,9 @@ def test_job_compare_and_list_views_draw_the_apis_numbers(browser: Any, tmp_path
         assert _close(page.locator("#throughput .value").inner_text(), work["best_gflops"])
         assert _close(page.locator("#throughput .sub").inner_text(), work["best_gbps"])
         assert page.locator('#trial-table th[data-key="gflops"]').count() == 1
+        # a CPU's peak is not known: no fraction-of-peak column, and the table says why
+        assert page.locator('#trial-table th[data-key="peak_flops"]').count() == 0
+        assert work["peak_gflops"] is None and page.locator("#peak-none").count() == 1
         _shot(page, "insight-cpu.png")
 
         # -- compare: bands by strategy across seeds, picked by filter
@@ -203,6 +206,23 @@ def test_job_compare_and_list_views_draw_the_apis_numbers(browser: Any, tmp_path
         assert chip.split()[-1] == str(facets["by_state"]["done"]) == "7"
         page.select_option("#pick-strategy", "optuna")
         page.wait_for_function("document.querySelectorAll('#jobs-table tbody tr').length === 3")
+
+        # a GPU the catalog knows: the fractions of its peak, as the API gives them
+        with TuningLog.open(f"sqlite:///{tmp_path / 'real.db'}") as tlog:
+            key = "matmul/1024x1024x1024/float16"
+            wl = tlog.get_or_create_workload(key, "matmul", (1024, 1024, 1024), "float16")
+            a100 = tlog.get_or_create_device("NVIDIA A100-PCIE-40GB")
+            gpu_job = tlog.create_job(job_spec(wl, a100), state="running")
+            row = TrialIn({"tile": 1}, "tile=1", "ok", 0.5, (0.5, 0.5, 0.5), seq=0)
+            tlog.add_trials(gpu_job.id, wl.id, a100.id, "replay", [row], clock_s=1.0)
+            tlog.set_job_state(gpu_job.id, "done")
+        (rated,) = api(f"/v1/jobs/{gpu_job.id}/trials")["items"]
+        page.goto(f"{server.url}#/jobs/{gpu_job.id}")
+        page.wait_for_function("document.querySelector('#trial-table th[data-key=\"peak_bw\"]')")
+        assert page.locator('#trial-table th[data-key="peak_flops"]').count() == 1
+        cells = page.locator("#trial-table tbody td").all_inner_texts()
+        assert f"{100 * rated['peak_flops_fraction']:.1f}%" in cells  # 1.4% of 312 TFLOP/s
+        assert f"{100 * rated['peak_bandwidth_fraction']:.1f}%" in cells
         assert errors == []
         page.close()
 

@@ -22,6 +22,7 @@ class Work:
     flops: float | None
     bytes: float | None
     reason: str = ""
+    dtype: str = ""
 
 
 def work_of(workload_key: str) -> Work:
@@ -36,7 +37,8 @@ def work_of(workload_key: str) -> Work:
     name = workload.operator
     try:
         op = cpu.get(name) if name in cpu.names() else get(name)
-        return Work(name, float(op.flops(workload)), float(op.bytes_moved(workload)))
+        flops, moved = float(op.flops(workload)), float(op.bytes_moved(workload))
+        return Work(name, flops, moved, dtype=workload.dtype)
     except OperatorError:
         return Work(name, None, None, f"{name!r} is not an operator of ktune: its work is unknown")
     except (ValueError, TypeError) as exc:  # a shape the operator does not take

@@ -22,7 +22,7 @@ from ktune.search_space.space import SearchSpace
 from ktune.search_space.workload import Workload
 from ktune.tuner.measure.base import BackendError
 from ktune.tuner.measure.cpu_backend import CpuBackend, compiler_unavailable
-from ktune.tuner.measure.cpu_detect import cpu_spec
+from ktune.tuner.measure.cpu_detect import cpu_spec, former_names
 from ktune.tuner.measure.cpu_worker import Compiler, CompilerError, compiler_from_env
 from ktune.tuner.sources.base import MeasuredSource, restricted
 from ktune.tuner.sources.custom import KernelHooks, custom_operator
@@ -95,6 +95,8 @@ class CpuSource(MeasuredSource):
             wl = options.workload
             workload = operator.workload(wl.shape, wl.dtype, wl.layout)
         spec = dict(detect())
+        if options.device_name and options.device_name in former_names(spec):
+            spec["name"] = options.device_name  # a job started before names said more
         space = restricted(
             operator.space(workload, CpuLimits.from_spec(spec)), options.constraints, workload, spec
         )
@@ -124,7 +126,8 @@ class CpuSource(MeasuredSource):
             settings=options.timing,
             timeout_s=options.timeout_s,
         )
-        if backend.device_name != self.device_name:  # the worker sees other cores
+        worker = backend.device_name
+        if self.device_name not in (worker, *former_names(backend.spec)):  # other cores
             backend.close()
             raise BackendError(
                 f"the job tunes for {self.device_name} but its worker runs on {backend.device_name}"

@@ -28,7 +28,13 @@ from pathlib import Path
 from typing import Any, Self, TypeVar
 
 from ktune.search_space.workload import Workload
-from ktune.tuner.bounds import MAX_KERNEL_SOURCE_BYTES, MAX_REPLAY_SPEED, MIN_REPLAY_SPEED
+from ktune.tuner.bounds import (
+    MAX_CONFIRM,
+    MAX_KERNEL_SOURCE_BYTES,
+    MAX_REPLAY_SPEED,
+    MAX_REUSE_WINDOW_S,
+    MIN_REPLAY_SPEED,
+)
 from ktune.tuner.measure.ray_pool import RayPlacement
 from ktune.tuner.measure.timing import TimingSettings
 from ktune.tuner.sources.base import Source, SourceError, SourceOptions
@@ -398,10 +404,14 @@ class JobOptions:
             or self.patience <= 0
         ):
             raise SourceError(f"patience must be > 0 measurements, got {self.patience!r}")
-        if self.reuse_window_s is not None and not self.reuse_window_s >= 0:
-            raise SourceError(f"the reuse window must be >= 0 s, got {self.reuse_window_s!r}")
-        if self.confirm is not None and not 0 <= self.confirm <= 20:
-            raise SourceError(f"confirm must be 0 to 20 candidates, got {self.confirm!r}")
+        if self.reuse_window_s is not None and not 0 <= self.reuse_window_s <= MAX_REUSE_WINDOW_S:
+            raise SourceError(
+                f"the reuse window must be 0 to {MAX_REUSE_WINDOW_S} s, got {self.reuse_window_s!r}"
+            )
+        if self.confirm is not None and not 0 <= self.confirm <= MAX_CONFIRM:
+            raise SourceError(
+                f"confirm must be 0 to {MAX_CONFIRM} candidates, got {self.confirm!r}"
+            )
 
     @property
     def backend(self) -> str:

@@ -116,6 +116,11 @@ class AutoSearch(ModelGuided):
         self._explored.update(found)
         return found
 
+    def predicted_ms(self, index: int) -> float | None:
+        if self.explorer is not None and index in self._explored:
+            return self.explorer.predicted_ms(index)
+        return super().predicted_ms(index)
+
     def tell(self, observations: Sequence[Observation]) -> None:
         for o in observations:
             if o.index not in self._obs:

@@ -103,3 +103,8 @@ class Strategy(ABC):
     def restore(self, observations: Sequence[Observation]) -> None:
         """Learn from measurements this instance did not propose (a resumed job, the log)."""
         self.tell(observations)
+
+    def predicted_ms(self, index: int) -> float | None:
+        """The time this strategy predicted for ``index`` when it proposed it, in ms (the job
+        records it with the trial); None when it made no prediction, as by default."""
+        return None

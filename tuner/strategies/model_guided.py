@@ -49,6 +49,8 @@ PLAN_S_FIXED = 0.030
 PLAN_S_PER_CONFIG = 2.0e-6
 PLAN_S_PER_ROW = 2.2e-5
 PLAN_S_PER_PROPOSAL = 1.0e-3
+#: predicted scores below this (100 times slower than the best) record no predicted time
+MIN_PREDICTED_SCORE = 0.01
 
 
 class ModelGuided(Strategy):
@@ -114,6 +116,7 @@ class ModelGuided(Strategy):
         self._unfitted: list[Sample] = []  # told since the last refit
         self._obs: dict[int, Observation] = {}
         self._plan: list[int] = []
+        self._predicted: dict[int, float] = {}  # index -> predicted ms, when planned
         self._handed: set[int] = set()
         self._features: np.ndarray | None = None
         self._table: tuple[np.ndarray, np.ndarray] | None = (
@@ -130,11 +133,28 @@ class ModelGuided(Strategy):
                 self._plan = self._make_plan(max(n - len(out), self.plan_length()))
                 if not self._plan:
                     break
+                self._note_predictions(self._plan)
             index = self._plan.pop(0)
             if index not in self._obs and index not in self._handed:
                 self._handed.add(index)
                 out.append(index)
         return out
+
+    def predicted_ms(self, index: int) -> float | None:
+        return self._predicted.get(index)
+
+    def _note_predictions(self, plan: Sequence[int]) -> None:
+        """The time the model predicts for each planned config, kept for the job to record:
+        its label is a group's best time over the config's, so the predicted time is this
+        job's best measured time over the predicted score (none before a fitted model and an
+        ok measurement)."""
+        best = min((o.time_ms for o in self._obs.values() if o.ok and o.time_ms), default=None)
+        if best is None or not self.model.fitted:
+            return
+        score, _ = self.predict(np.asarray(plan, dtype=np.int64))
+        for index, s in zip(plan, score.tolist()):
+            if s >= MIN_PREDICTED_SCORE:
+                self._predicted[int(index)] = best / s
 
     def tell(self, observations: Sequence[Observation]) -> None:
         new = [o for o in observations if o.index not in self._obs]
