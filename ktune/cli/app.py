@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ktune.cli.common import CliError
 from ktune.db.errors import DatabaseError, DatabaseInputError
-from ktune.search_space.excerpt import bounded
 
 if TYPE_CHECKING:
     import typer
@@ -200,6 +199,8 @@ def _is(exc: BaseException, *names: tuple[str, str]) -> bool:
 def _fail(message: str, code: int) -> int:
     """One line on stderr (plain text: no markup, no emoji codes) of at most about
     ``MAX_MESSAGE`` characters, and the exit code."""
+    from ktune.search_space.excerpt import bounded  # the error path only: --help loads less
+
     print(f"error: {bounded(message)}", file=sys.stderr, flush=True)
     return code
 
