@@ -129,3 +129,34 @@ def test_concurrent_first_opens_migrate_once(db_url: str, monkeypatch: pytest.Mo
     for t in threads:
         t.join()
     assert errors == [] and runs == [1]
+
+
+def test_a_log_with_jobs_and_trials_upgrades_from_an_older_revision(db_url: str) -> None:
+    """Rebuilding the job table (SQLite's batch mode, migration 0004) must not trip over the
+    trials that point at their jobs: the log's rows all survive, still joined."""
+    from ktune.db.engine import make_engine
+    from ktune.testing.records import job_spec, trial
+
+    with TuningLog.open(db_url) as log:
+        device = log.get_or_create_device("Some GPU")
+        workload = log.get_or_create_workload("op/8x8/float32", "op", (8, 8), "float32")
+        job = log.create_job(job_spec(workload, device), state="running")
+        log.add_trials(job.id, workload.id, device.id, "replay", [trial(i) for i in range(5)])
+    engine = make_engine(resolve_url(db_url))
+    try:
+        with engine.connect() as conn:
+            if conn.dialect.name == "sqlite":
+                conn.exec_driver_sql("PRAGMA foreign_keys=OFF")  # only to go back in time
+                conn.commit()
+            command.downgrade(alembic_config(conn), "0003")
+            conn.commit()
+    finally:
+        engine.dispose()
+    upgrade(db_url)
+    with TuningLog.open(db_url) as log:
+        assert len(log.job_trials(job.id)) == 5
+        with log._read() as conn:
+            assert current_revision(conn) == head_revision()
+            if conn.dialect.name == "sqlite":
+                assert conn.exec_driver_sql("PRAGMA foreign_key_check").fetchall() == []
+                assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
