@@ -72,32 +72,40 @@ def ensure_schema(engine: Engine, url: str) -> None:
         if current_revision(conn) == head_revision():
             return
     sqlite = engine.dialect.name == "sqlite"
-    try:
-        with translate_errors(url, "migrate"), engine.begin() as conn:
-            if conn.dialect.name == "postgresql":
-                conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_LOCK_KEY})
-            elif sqlite:
-                # A migration that rebuilds a table (SQLite's batch mode) drops the old one; with
-                # foreign keys on, that drop fails for every row pointing at it (a job's
-                # trials). They are off for the migration (the pragma works only outside a
-                # transaction) and every reference is checked before it commits.
-                conn.exec_driver_sql("PRAGMA foreign_keys=OFF")
-                conn.exec_driver_sql("BEGIN IMMEDIATE")  # take the write lock before looking
-            revision = current_revision(conn)
-            if revision == head_revision():
-                return  # another process migrated while we waited
-            _check_known(revision, url)
-            command.upgrade(alembic_config(conn), "head")
-            if sqlite:
-                broken = conn.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
-                if broken:
-                    raise DatabaseError(
-                        f"migrating {mask_url(url)} would leave {len(broken)} rows pointing at "
-                        f"rows that do not exist (table {broken[0][0]}); nothing was changed"
-                    )
-    finally:
-        if sqlite:
-            engine.dispose()  # the next connection turns foreign keys on again
+    with translate_errors(url, "migrate"), engine.connect() as conn:
+        try:
+            with conn.begin():
+                _migrate(conn, url, sqlite)
+        finally:
+            if sqlite:  # back on for the pooled connection, once no transaction is open
+                conn.exec_driver_sql("PRAGMA foreign_keys=ON")
+                conn.commit()
+
+
+def _migrate(conn: Connection, url: str, sqlite: bool) -> None:
+    """Upgrade to the newest schema in the transaction ``conn`` has begun, unless another
+    process did while this one waited for the lock."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_LOCK_KEY})
+    elif sqlite:
+        # A migration that rebuilds a table (SQLite's batch mode) drops the old one; with
+        # foreign keys on, that drop fails for every row pointing at it (a job's trials).
+        # They are off for the migration (the pragma works only outside a transaction) and
+        # every reference is checked before it commits.
+        conn.exec_driver_sql("PRAGMA foreign_keys=OFF")
+        conn.exec_driver_sql("BEGIN IMMEDIATE")  # take the write lock before looking
+    revision = current_revision(conn)
+    if revision == head_revision():
+        return  # another process migrated while we waited
+    _check_known(revision, url)
+    command.upgrade(alembic_config(conn), "head")
+    if sqlite:
+        broken = conn.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+        if broken:
+            raise DatabaseError(
+                f"migrating {mask_url(url)} would leave {len(broken)} rows pointing at rows "
+                f"that do not exist (table {broken[0][0]}); nothing was changed"
+            )
 
 
 def check_schema(engine: Engine, url: str) -> None:

@@ -454,21 +454,30 @@ def _result(
     job = tlog.get_job(job_id)
     assert job is not None
     trials: list[Trial] = []
+    times: list[float | None] = []  # the median of all its runs when its job confirmed it
+    published: Trial | None = None
     for t in tlog.job_trials(job_id):
         derived: dict[str, float] = {}
-        if t.status == "ok" and t.time_ms is not None:
+        time_ms = t.confirmed_ms if t.confirmed_ms is not None else t.time_ms
+        if t.status == "ok" and time_ms is not None:
             for key, fn in metrics.items():
                 try:
-                    derived[key] = float(fn({**t.config, "time": t.time_ms}))
+                    derived[key] = float(fn({**t.config, "time": time_ms}))
                 except Exception as exc:  # noqa: BLE001 - the user's function
                     raise TuneInputError(f"metrics[{key!r}]", f"raised {exc!r}") from None
         trials.append(Trial(dict(t.config), t.status, t.time_ms, derived, t.error))
-    scored = [t for t in trials if t.status == "ok" and t.time_ms is not None]
+        times.append(time_ms)
+        if t.id == job.best_trial_id:
+            published = trials[-1]
+    scored = [i for i, t in enumerate(trials) if t.status == "ok" and times[i] is not None]
 
-    def score(t: Trial) -> float:
-        value = t.time_ms if objective == "time" else t.metrics[objective]
+    def score(i: int) -> float:
+        value = times[i] if objective == "time" else trials[i].metrics[objective]
         assert value is not None
         return -value if higher else value
 
-    best = min(scored, key=score) if scored else None
+    if objective == "time" and published is not None:
+        best: Trial | None = published  # what the log publishes (confirmed when it was)
+    else:
+        best = trials[min(scored, key=score)] if scored else None
     return TuneResult(job_id, trials, best, job.device_name, job.workload_key, objective)

@@ -54,10 +54,12 @@ def _write(path: Path, text: str, stamp: int) -> None:
 
 @pytest.fixture
 def catalog_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "recordings"  # apart from the test's tuning log
+    folder.mkdir()
     for name, (text, _) in BROKEN.items():
-        (tmp_path / f"{name}.json").write_text(text)
-    (tmp_path / "good.json").write_text(json.dumps(_cache()))
-    return tmp_path
+        (folder / f"{name}.json").write_text(text)
+    (folder / "good.json").write_text(json.dumps(_cache()))
+    return folder
 
 
 @pytest.fixture
