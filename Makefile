@@ -41,13 +41,17 @@ chromium:
 
 # The suite, in minutes: the compile test builds every operator/dtype/layout/architecture case
 # on a few configs, and only the tests of the database's own behaviour run on PostgreSQL too.
-# Lint, format check, mypy --strict, then the suite on up to 4 processes (pytest-xdist; the
-# tests that start a local Ray share one process). `pytest FILE` alone runs serially.
+# Lint, format check, mypy --strict, then the suite on up to 4 processes (pytest-xdist), then
+# the tests that start a local Ray, alone in one process: a local Ray beside the other tests on
+# this 2-core machine once took a pytest-xdist worker down. `pytest FILE` alone runs serially.
+RAY_TESTS := tests/tuner/test_ray_connect.py tests/tuner/test_ray_pool.py tests/server/test_api_ray_jobs.py
+
 test: setup-test chromium
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	@$(MAKE) --no-print-directory typecheck
-	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadgroup
+	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadgroup $(RAY_TESTS:%=--ignore=%)
+	$(BIN)/python -m pytest $(RAY_TESTS)
 
 # mypy --strict on the packages as they install (ktune.tuner, ...): mypy cannot read the
 # package-dir mapping of pyproject.toml, so it reads a tree of links with that layout, and the
