@@ -21,7 +21,7 @@ from ktune.search_space.operators.base import (
     template,
 )
 from ktune.search_space.operators.conv_problem import ConvProblem, ConvShape
-from ktune.search_space.operators.forms import Conv2dForm
+from ktune.search_space.operators.forms import CONV_SIZES, Conv2dForm
 from ktune.search_space.operators.matmul import (
     INT_LIMIT,
     SIMT_CONSTRAINTS,
@@ -44,7 +44,7 @@ _PARAMS = [
 ]
 
 
-_SIZES = ("N", "C", "H", "W", "K", "R", "S", "SH", "SW", "PH", "PW", "DH", "DW")
+_SIZES = CONV_SIZES
 
 
 class Conv2d(Conv2dForm, ConvProblem, Operator):

@@ -16,14 +16,14 @@ import numpy as np
 
 from ktune.search_space.operators.base import Arguments, OperatorError, ShapedOperator
 from ktune.search_space.operators.entry import EntryAbi, Pointer
-from ktune.search_space.operators.forms import ConvForm, ConvShape
+from ktune.search_space.operators.forms import CONV_SIZES, ConvForm, ConvShape
 from ktune.search_space.workload import Workload
 
 __all__ = ["CONV_ENTRY", "ConvProblem", "ConvShape"]
 
 #: a convolution's entry point (NCHW, weights KCRS); NHWC's arrays are permuted
 CONV_ENTRY = EntryAbi(
-    ("N", "C", "H", "W", "K", "R", "S", "SH", "SW", "PH", "PW", "DH", "DW"),
+    CONV_SIZES,
     (
         Pointer("x", dims=("N", "C", "H", "W")),
         Pointer("w", dims=("K", "C", "R", "S")),
@@ -61,7 +61,7 @@ class ConvProblem(ConvForm, ShapedOperator):
     def entry_sizes(self, workload: Workload) -> tuple[int, ...]:
         """The 13 numbers, the padding from the layout."""
         cs, _ = self.conv_shape(workload)
-        return (cs.n, cs.c, cs.h, cs.w, cs.k, cs.r, cs.s, cs.sh, cs.sw, cs.ph, cs.pw, cs.dh, cs.dw)
+        return cs.sizes
 
     def conv_shape(self, workload: Workload) -> tuple[ConvShape, bool]:
         self.check(workload)

@@ -17,6 +17,7 @@ from ktune.search_space.excerpt import excerpt
 from ktune.search_space.workload import Workload, WorkloadError, parse_shape
 
 __all__ = [
+    "CONV_SIZES",
     "CPU_DTYPES",
     "FORMS",
     "ConvForm",
@@ -103,10 +104,16 @@ class GemmForm(WorkloadForm):
     dims = ("M", "N", "K")
 
 
+#: a convolution's 13 numbers, in shape order
+CONV_SIZES = ("N", "C", "H", "W", "K", "R", "S", "SH", "SW", "PH", "PW", "DH", "DW")
+
+
 class ConvShape:
     """The 13 numbers of a convolution (N C H W K R S SH SW PH PW DH DW) and its output size."""
 
     def __init__(self, shape: tuple[int, ...]) -> None:
+        #: the 13 numbers in order (an entry point's size arguments)
+        self.sizes = tuple(shape)
         (
             self.n,
             self.c,
@@ -126,24 +133,8 @@ class ConvShape:
         self.q = (self.w + 2 * self.pw - self.dw * (self.s - 1) - 1) // self.sw + 1
 
     def defines(self, nhwc: bool) -> dict[str, int]:
-        names = ("N", "C", "H", "W", "K", "R", "S", "SH", "SW", "PH", "PW", "DH", "DW", "P", "Q")
-        values = (
-            self.n,
-            self.c,
-            self.h,
-            self.w,
-            self.k,
-            self.r,
-            self.s,
-            self.sh,
-            self.sw,
-            self.ph,
-            self.pw,
-            self.dh,
-            self.dw,
-            self.p,
-            self.q,
-        )
+        names = (*CONV_SIZES, "P", "Q")
+        values = (*self.sizes, self.p, self.q)
         return {**{f"CV_{k}": v for k, v in zip(names, values)}, "CV_NHWC": int(nhwc)}
 
     def gemm(self, nhwc: bool) -> tuple[int, int, int]:
