@@ -191,8 +191,9 @@ def _prepare(
     backend: Backend = source.backend()
     if known is not None:
         backend = ReusingBackend(backend, known, space.key)
-    # a replay answers a re-measurement with the recording's own times: nothing to confirm
-    default_top = 0 if job.spec.backend == "replay" else DEFAULT_TOP
+    # a simulated backend (a replay) answers a re-measurement with the recording's own times:
+    # nothing to confirm
+    default_top = 0 if backend.simulated else DEFAULT_TOP
     top = default_top if options.confirm is None else options.confirm
     return _Prepared(source, budget_of(job, options), strategy, state, backend, versions, top)
 
