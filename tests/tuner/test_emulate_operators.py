@@ -305,7 +305,7 @@ def test_the_gpu_agrees_with_the_emulation(case: str) -> None:
             module = cp.RawModule(code=source.code, options=source.options, backend="nvrtc")
             kernel = module.get_function(source.name)
             if launch.shared_mem > 48 * 1024:
-                cp.cuda.driver.funcSetAttribute(kernel.ptr, 8, launch.shared_mem)
+                kernel.max_dynamic_shared_size_bytes = launch.shared_mem
             kernel(launch.grid, launch.block, tuple(device), shared_mem=launch.shared_mem)
             for i, mine in zip(outputs, emulated):
                 theirs = cp.asnumpy(device[i])

@@ -153,7 +153,7 @@ class GpuMeasurer:
             result["compile_ms"] = (time.perf_counter() - started) * 1000
             return result
         result["compile_ms"] = (time.perf_counter() - started) * 1000
-        attrs = _attributes(cp, kernel)
+        attrs = _attributes(kernel)
         result["extra"] = {
             "registers": attrs["registers"],
             "static_smem_bytes": attrs["shared"],
@@ -210,7 +210,6 @@ class GpuMeasurer:
         return kernel
 
     def _launch_problem(self, launch: Any, attrs: dict[str, int], kernel: Any) -> str | None:
-        cp = self.cp
         if launch.threads_per_block > attrs["max_threads"]:
             return (
                 f"{launch.threads_per_block} threads per block > {attrs['max_threads']} "
@@ -220,7 +219,7 @@ class GpuMeasurer:
             optin = int(self.info.get("shared_mem_per_block_optin", 0))
             if attrs["shared"] + launch.shared_mem > optin:
                 return f"{attrs['shared'] + launch.shared_mem} bytes of shared memory > {optin}"
-        return None if launch.shared_mem == 0 else _set_dynamic_smem(cp, kernel, launch.shared_mem)
+        return None if launch.shared_mem == 0 else _set_dynamic_smem(kernel, launch.shared_mem)
 
     def _check(self) -> float:
         worst = 0.0
@@ -246,19 +245,22 @@ class GpuMeasurer:
             return False
 
 
-def _attributes(cp: Any, kernel: Any) -> dict[str, int]:
-    drv = cp.cuda.driver
+def _attributes(kernel: Any) -> dict[str, int]:
+    """The compiled kernel's resources, from ``RawKernel.attributes`` (the CUDA function
+    attributes of the current device; a ``RawKernel`` has no handle of its own to pass to the
+    driver)."""
+    attrs = kernel.attributes
+    return {
+        "max_threads": int(attrs["max_threads_per_block"]),
+        "shared": int(attrs["shared_size_bytes"]),
+        "local": int(attrs["local_size_bytes"]),
+        "registers": int(attrs["num_regs"]),
+    }
 
-    def get(attr: int) -> int:
-        return int(drv.funcGetAttribute(attr, kernel.ptr))
 
-    # CUfunction_attribute: 0 max threads per block, 1 static smem, 3 local bytes, 4 registers
-    return {"max_threads": get(0), "shared": get(1), "local": get(3), "registers": get(4)}
-
-
-def _set_dynamic_smem(cp: Any, kernel: Any, size: int) -> str | None:
-    try:  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
-        cp.cuda.driver.funcSetAttribute(kernel.ptr, 8, size)
+def _set_dynamic_smem(kernel: Any, size: int) -> str | None:
+    try:  # the opt-in above 48 KiB; CUDA refuses more than the device's per-block maximum
+        kernel.max_dynamic_shared_size_bytes = size
     except Exception as exc:  # noqa: BLE001 - the device refuses that much dynamic smem
         return f"{size} bytes of dynamic shared memory refused: {exc}"
     return None
