@@ -13,7 +13,8 @@ measurements, default 200) and times, in this same process and with the same tim
 It prints a Markdown table: best time, vendor time, vendor/ours (>1: ours is faster), the
 roofline time max(FLOPs / peak, bytes / bandwidth) with the peak from the device spec (fp16
 tensor-core peak for fp16 matmul) and the bandwidth measured here with a device-to-device
-copy, and the fraction of the roofline reached. Exits 2 with a one-line message without a GPU.
+copy, and the fraction of the roofline reached. Exits 2 with a one-line message without a GPU,
+1 when some case had no configuration that ran (each such case, with its statuses, is printed).
 
     .venv/bin/python benchmarks/gpu_operators.py [--only matmul-float16 ...] [--budget 200]
         [--strategy optuna] [--seed 1] [--out results.json]
@@ -27,6 +28,7 @@ import json
 import platform
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,7 +42,7 @@ from ktune.search_space.operators import DeviceLimits, get
 from ktune.search_space.workload import Workload
 from ktune.tuner import strategies
 from ktune.tuner.budget import Budget
-from ktune.tuner.loop import Tuner
+from ktune.tuner.loop import Batch, Tuner
 from ktune.tuner.measure.base import BackendError
 from ktune.tuner.measure.cupy_backend import CupyBackend
 from ktune.tuner.measure.detect import detect_devices
@@ -163,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
     rows = []
+    failed: list[str] = []
     for (name, dtype, layout), shapes in CASES.items():
         label = "-".join(p for p in (name, dtype, layout) if p)
         if args.only and not any(label.startswith(o) for o in args.only):
@@ -172,13 +175,26 @@ def main(argv: list[str] | None = None) -> int:
             workload = op.workload(shape, dtype, layout)
             space = op.space(workload, limits)
             started = time.perf_counter()
+            statuses: Counter[str] = Counter()
+            first_error: list[str] = []
+
+            def note(batch: Batch) -> None:
+                for m in batch.measurements:
+                    statuses[str(m.status)] += 1
+                    if m.error and not first_error:
+                        first_error.append(m.error)
+
             backend = CupyBackend(
                 name, workload, settings=settings, timeout_s=args.timeout, seed=args.seed
             )
             try:
                 strategy = strategies.create(args.strategy, space, seed=args.seed)
                 outcome = Tuner(
-                    space, strategy, backend, budget=Budget(max_trials=args.budget)
+                    space,
+                    strategy,
+                    backend,
+                    budget=Budget(max_trials=args.budget),
+                    on_batch=[note],
                 ).run()
             finally:
                 backend.close()
@@ -213,6 +229,8 @@ def main(argv: list[str] | None = None) -> int:
                 "roofline_ms": roof,
                 "tuning_s": tuning_s,
                 "trials": outcome.state.n_trials,
+                "statuses": dict(statuses),
+                "first_error": first_error[0] if first_error else None,
             }
             rows.append(row)
             fmt = lambda v: "-" if v is None else f"{v:.4g}"
@@ -224,13 +242,17 @@ def main(argv: list[str] | None = None) -> int:
                 f"{roof:.4g} | {frac} | {tuning_s:.0f} |",
                 flush=True,
             )
+            if best is None:
+                failed.append(f"{label} {shape}: {dict(statuses)}; {first_error[:1]}")
             del dev
             cp.get_default_memory_pool().free_all_blocks()
     if args.out:
         args.out.write_text(
             json.dumps({"device": spec, "bandwidth_gbs": bandwidth, "rows": rows}, indent=1)
         )
-    return 0
+    for line in failed:  # no configuration ran: the table's dashes have a reason
+        print(f"no config ran: {line}"[:400])
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
