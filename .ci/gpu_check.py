@@ -3,8 +3,10 @@
 Without a GPU (no ``nvidia-smi``, or it lists no device, or CuPy cannot see one) it prints one
 line saying so and exits 2. With one, in order, each step given what is left of the budget:
 
-1. install the ``gpu`` extra (CuPy) into this Python;
-2. ``pytest -m gpu`` (the CuPy backend, the shipped variants against CuPy at awkward shapes);
+1. install the ``gpu`` extra (CuPy) into this Python, unless ktune and CuPy import already
+   (a GPU image often ships CuPy, and may have no package index to install from);
+2. ``pytest -m gpu`` over the test modules that hold GPU tests (the CuPy backend, the shipped
+   variants against CuPy at awkward shapes), every failure reported rather than the first;
 3. a short real tuning job (fp16 matmul) into a fresh log, ``ktune build`` of that log for this
    GPU's architecture, and the built library's ``ktune_matmul_float16`` called through ctypes
    on tuned, untuned and awkward shapes against cuBLAS (``cupy.matmul``);
@@ -12,7 +14,8 @@ line saying so and exits 2. With one, in order, each step given what is left of 
    other operators with a small budget while time is left.
 
 The figures (device, date, each step's outcome and numbers) go to ``out/gpu-check/report.md``
-(and ``report.json``). Exit 0 when every step passed, 1 otherwise.
+(and ``report.json``), each step's whole output to ``out/gpu-check/<step>.log``.
+Exit 0 when every step passed, 1 otherwise.
 
     python .ci/gpu_check.py [--minutes 10] [--out out/gpu-check]
 """
@@ -72,8 +75,11 @@ def gpu_absent() -> str | None:
     return None
 
 
-def run(cmd: list[str], clock: Clock, limit: float | None = None) -> dict[str, Any]:
-    """Run ``cmd`` from the repository root within the time left; its outcome as a dict."""
+def run(
+    cmd: list[str], clock: Clock, limit: float | None = None, log: Path | None = None
+) -> dict[str, Any]:
+    """Run ``cmd`` from the repository root within the time left; its outcome as a dict (the
+    whole output also to ``log``)."""
     budget = clock.left() if limit is None else min(limit, clock.left())
     started = time.monotonic()
     if budget < 5:
@@ -86,9 +92,12 @@ def run(cmd: list[str], clock: Clock, limit: float | None = None) -> dict[str, A
         output += proc.stderr
     except subprocess.TimeoutExpired as exc:
         ok, status = False, f"timed out after {budget:.0f} s"
-        output = (
-            (exc.stdout or b"").decode(errors="replace") if isinstance(exc.stdout, bytes) else ""
+        output = "".join(
+            part.decode(errors="replace") if isinstance(part, bytes) else (part or "")
+            for part in (exc.stdout, exc.stderr)
         )
+    if log is not None:
+        log.write_text(output)
     return {
         "cmd": cmd,
         "ok": ok,
@@ -96,6 +105,24 @@ def run(cmd: list[str], clock: Clock, limit: float | None = None) -> dict[str, A
         "seconds": round(time.monotonic() - started, 1),
         "tail": output[-3000:],
     }
+
+
+def importable(python: str, modules: str) -> bool:
+    """Whether ``python -c "import <modules>"`` succeeds."""
+    proc = subprocess.run(
+        [python, "-c", f"import {modules}"], cwd=ROOT, capture_output=True, check=False
+    )
+    return proc.returncode == 0
+
+
+def gpu_test_modules() -> list[str]:
+    """The test modules that hold tests marked ``gpu`` (collecting only these needs neither Ray
+    nor the service's test tools)."""
+    return sorted(
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "tests").rglob("test_*.py")
+        if "mark.gpu" in path.read_text()
+    )
 
 
 def device() -> dict[str, Any]:
@@ -161,7 +188,11 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     py = sys.executable
     steps: dict[str, Any] = {}
-    steps["install"] = run([py, "-m", "pip", "install", "-q", "-e", ".[gpu]"], clock, 240)
+    if importable(py, "cupy, ktune.cli.app"):
+        steps["install"] = {"ok": True, "status": "already installed", "seconds": 0.0}
+    else:
+        install = [py, "-m", "pip", "install", "-q", "-e", ".[gpu]"]
+        steps["install"] = run(install, clock, 240, args.out / "install.log")
     try:
         info = device()
     except ImportError:
@@ -173,18 +204,26 @@ def main(argv: list[str] | None = None) -> int:
         return NO_GPU
     print(f"gpu-check: {info['name']} ({info['arch']}), {datetime.date.today()}", flush=True)
 
-    steps["pytest -m gpu"] = run([py, "-m", "pytest", "-m", "gpu", "-q", "-x"], clock, 240)
+    pytest = [py, "-m", "pytest", "-m", "gpu", "-v", "--tb=short", "-rfEs", "--durations=10"]
+    steps["pytest -m gpu"] = run(
+        [*pytest, "-p", "no:cacheprovider", *gpu_test_modules()],
+        clock,
+        300,
+        args.out / "pytest.log",
+    )
     print(f"  pytest -m gpu: {steps['pytest -m gpu']['status']}", flush=True)
 
     log = f"sqlite:///{(args.out / 'log.db').resolve()}"
     (args.out / "log.db").unlink(missing_ok=True)
     ktune = [str(Path(py).parent / "ktune")]  # the console script of this environment
     tune = [*ktune, "tune", "--op", "matmul", "--shape", "1024x1024x1024", "--dtype", "float16"]
-    steps["tune"] = run([*tune, "--budget", "20", "--seed", "1", "-q", "--db", log], clock, 120)
+    tune += ["--budget", "20", "--seed", "1", "-q", "--db", log]
+    steps["tune"] = run(tune, clock, 120, args.out / "tune.log")
     artifact = args.out / "artifact"
     shutil.rmtree(artifact, ignore_errors=True)
     build = [*ktune, "build", "--db", log, "--operator", "matmul", "--dtype", "float16"]
-    steps["build"] = run([*build, "--arch", info["arch"], "--out", str(artifact)], clock, 180)
+    build += ["--arch", info["arch"], "--out", str(artifact)]
+    steps["build"] = run(build, clock, 180, args.out / "build.log")
     if steps["build"]["ok"]:
         try:
             steps["artifact"] = check_artifact(artifact)
@@ -199,7 +238,9 @@ def main(argv: list[str] | None = None) -> int:
             continue
         out = args.out / f"bench-{only}.json"
         cmd = [py, "benchmarks/gpu_operators.py", "--only", only, "--budget", str(budget)]
-        steps[f"bench {only}"] = run([*cmd, "--out", str(out)], clock)
+        steps[f"bench {only}"] = run(
+            [*cmd, "--out", str(out)], clock, log=args.out / f"bench-{only}.log"
+        )
         if out.exists():
             bench_rows += json.loads(out.read_text()).get("rows", [])
         print(f"  gpu_operators {only}: {steps[f'bench {only}']['status']}", flush=True)
