@@ -89,5 +89,6 @@ clean:
 # Everything that needs an NVIDIA GPU, within 10 minutes: the gpu extra, `pytest -m gpu`, a short
 # tuning job built into a library (ktune build) and checked against cuBLAS, and a reduced
 # benchmarks/gpu_operators.py; figures in out/gpu-check/report.md. Without a GPU: one line, exit 2.
+# On an image with CuPy and ktune's dependencies already installed: python3 .ci/gpu_check.py.
 gpu-check: setup-test
 	@$(BIN)/python .ci/gpu_check.py
