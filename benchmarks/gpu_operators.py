@@ -106,7 +106,8 @@ def vendor(
 
             run()
             return "cuDNN (cupyx.cudnn)", run
-        except Exception as exc:  # noqa: BLE001 - no cuDNN: say so in the table
+        except Exception as exc:  # noqa: BLE001 - no cuDNN: say so in the table, and why
+            print(f"cuDNN unavailable: {type(exc).__name__}: {exc}"[:300], file=sys.stderr)
             return f"cuDNN unavailable ({type(exc).__name__})", None
     return "-", None
 
