@@ -56,6 +56,13 @@ class AutoSearch(ModelGuided):
     )
     #: proposals made by the transferred model alone before the explorer's first
     explorer_after: ClassVar[int] = 8
+    #: proposals planned at once, at least (more when measurements are cheap, see
+    #: ``plan_length``): 4 keeps the 3:1 split of local moves and pooled proposals and refits
+    #: the model twice as often as 8 did, which the first 50 measurements gain most from
+    plan_size: ClassVar[int] = 4
+    #: the shortest plan with a prior in the log: its first plan is the transferred model's
+    #: ranking alone (nothing measured to walk around yet), and transfer was measured with 8
+    plan_size_with_prior: ClassVar[int] = 8
     #: the escape (restarts when stalled, random draws, the model's ranking once it beats
     #: chance); off, ``auto`` plans as it did before it (for comparisons)
     escape: ClassVar[bool] = True
@@ -75,7 +82,8 @@ class AutoSearch(ModelGuided):
         super().__init__(space, seed=seed, context=context)
         self.agent = KnobMoveAgent(space, self.rng)
         self.explorer: _Explorer | None = None
-        if self.explorer_share > 0 and any(s.ok for s in self._prior):
+        self._has_prior = any(s.ok for s in self._prior)
+        if self.explorer_share > 0 and self._has_prior:
             self.explorer = _Explorer(self, None if seed is None else seed + EXPLORER_SEED_OFFSET)
         self._proposed = 0  # proposals handed out, the explorer's included
         self._explored: set[int] = set()  # the explorer's proposals
@@ -86,6 +94,10 @@ class AutoSearch(ModelGuided):
         self.failures = FailureModel(seed=seed or 0)
         self._fail_table: np.ndarray | None = None  # P(fail) of every config (small spaces)
         self._failures_stale = False
+
+    def plan_length(self) -> int:
+        n = super().plan_length()
+        return max(n, self.plan_size_with_prior) if self._has_prior else n
 
     def _explorers_turn(self) -> bool:
         """Whether proposal number ``_proposed`` is the explorer's: one in ``explorer_share``
