@@ -39,7 +39,6 @@ import sys
 import time
 import tracemalloc
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -52,6 +51,7 @@ from ktune.db import TrialIn, TuningLog
 from ktune.search_space.formats import RecordedSpace, load_cache
 from ktune.search_space.operators.fingerprint import kernel_hash
 from ktune.testing.logs import add_synthetic_gpus
+from ktune.testing.recordings import StampedSource
 from ktune.tuner.budget import Budget
 from ktune.tuner.jobs import JobRequest, create_job, run_job
 from ktune.tuner.sources import ReplaySource
@@ -124,21 +124,6 @@ def run(
     }
 
 
-class _Stamped:
-    """The recording replayed under a toolchain (as a GPU's trials record one), so that the
-    job's trials have a fingerprint and the log's earlier ones of the same can be reused."""
-
-    def __init__(self, inner: ReplaySource) -> None:
-        self._inner = inner
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    @property
-    def device_spec(self) -> dict[str, Any]:
-        return {**(self._inner.device_spec or {}), **TOOLCHAIN}
-
-
 TOOLCHAIN = {"cuda_driver": "12040", "cuda_runtime": "12040"}
 
 
@@ -175,7 +160,7 @@ def startup(url: str, profile: cProfile.Profile | None = None) -> tuple[float, i
     if profile is not None:
         profile.enable()
     with TuningLog.open(url) as tlog:
-        source = _Stamped(ReplaySource.open(RECORDING))
+        source = StampedSource(ReplaySource.open(RECORDING), TOOLCHAIN)
         request = JobRequest(source, "auto", Budget(max_trials=1), seed=1)  # type: ignore[arg-type]
         job = create_job(tlog, request, state="running")
         run_job(tlog, job.id, source=source)  # type: ignore[arg-type]

@@ -8,9 +8,12 @@ import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ktune.search_space import recorded as _recorded
+
+if TYPE_CHECKING:
+    from ktune.tuner.sources import ReplaySource
 
 __all__ = [
     "CONV",
@@ -19,6 +22,7 @@ __all__ = [
     "PNPOLY_DEVICE",
     "DATASETS_ENV",
     "RECORDED",
+    "StampedSource",
     "datasets",
     "kt_cache",
     "recording",
@@ -93,3 +97,20 @@ def write_kt_cache(path: Path, data: dict[str, Any]) -> Path:
     """``data`` written to ``path`` as JSON; ``path``."""
     path.write_text(json.dumps(data))
     return path
+
+
+class StampedSource:
+    """A replay source whose device spec also carries ``toolchain`` (as a GPU's trials record
+    one), so that a job's trials have a fingerprint and the log's earlier trials of the same
+    can be reused; everything else is the inner source's."""
+
+    def __init__(self, inner: ReplaySource, toolchain: Mapping[str, str]) -> None:
+        self._inner = inner
+        self._toolchain = dict(toolchain)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    @property
+    def device_spec(self) -> dict[str, Any]:
+        return {**(self._inner.device_spec or {}), **self._toolchain}

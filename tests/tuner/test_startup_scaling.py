@@ -15,6 +15,7 @@ from ktune.cost_model.prior import PriorGroup, PriorLimit, choose, limit_samples
 from ktune.db import TrialIn, TuningLog
 from ktune.search_space.formats import load_cache
 from ktune.testing.logs import add_synthetic_gpus
+from ktune.testing.recordings import StampedSource
 from ktune.tuner.budget import Budget
 from ktune.tuner.jobs import JobRequest, create_job, run_job
 from ktune.tuner.sources import ReplaySource, bundled_recordings
@@ -24,20 +25,6 @@ from ktune.tuner.training import samples_from_log
 CONV = bundled_recordings()["convolution_A4000"]
 STAMP = {"cuda_driver": "12040"}
 pytestmark = pytest.mark.both_databases
-
-
-class _Stamped:
-    """The recording replayed under a toolchain, so its trials have a fingerprint."""
-
-    def __init__(self, inner: ReplaySource) -> None:
-        self._inner = inner
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    @property
-    def device_spec(self) -> dict[str, Any]:
-        return {**(self._inner.device_spec or {}), **STAMP}
 
 
 @pytest.fixture
@@ -83,7 +70,7 @@ def test_the_log_is_read_in_bounded_slices(tlog: TuningLog, monkeypatch: Any) ->
 
     monkeypatch.setattr(TuningLog, "trial_outcomes", counted_outcomes)
     monkeypatch.setattr(TuningLog, "reusable_trials", counted_reuse)
-    source = _Stamped(ReplaySource.open(CONV))
+    source = StampedSource(ReplaySource.open(CONV), STAMP)
     request = JobRequest(source, "auto", Budget(max_trials=8), seed=1, batch_size=4)  # type: ignore[arg-type]
     job = create_job(tlog, request, state="running")
     run_job(tlog, job.id, source=source)  # type: ignore[arg-type]
