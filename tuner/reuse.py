@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from ktune.db import TrialRecord, TuningLog
 from ktune.db.schema import utcnow
 from ktune.search_space.parameters import Config
-from ktune.tuner.measure.base import Backend, Measurement, Status
+from ktune.tuner.measure.base import Backend, Measurement, Status, WrappingBackend
 
 __all__ = ["DEFAULT_WINDOW_S", "Reusable", "ReusingBackend", "reusable"]
 
@@ -70,23 +70,14 @@ def reusable(
     return Reusable(tlog, workload_id, device_id, fingerprint, since, job_id)
 
 
-class ReusingBackend(Backend):
+class ReusingBackend(WrappingBackend):
     """``inner``, except that configs ``known`` finds in the log are answered from it."""
 
     def __init__(self, inner: Backend, known: Reusable, key: Callable[[Config], str]) -> None:
-        self.inner = inner
-        self.name = inner.name
+        super().__init__(inner)
         self._known = known
         self._key = key
         self.reused = 0
-
-    @property
-    def device_name(self) -> str:
-        return self.inner.device_name
-
-    @property
-    def simulated(self) -> bool:
-        return self.inner.simulated
 
     def measure(self, configs: Sequence[Config]) -> list[Measurement]:
         keys = [self._key(c) for c in configs]
@@ -114,6 +105,3 @@ class ReusingBackend(Backend):
                 )
             )
         return out
-
-    def close(self) -> None:
-        self.inner.close()

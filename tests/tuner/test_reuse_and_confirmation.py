@@ -18,7 +18,7 @@ from ktune.tuner import lifecycle
 from ktune.tuner.budget import Budget
 from ktune.tuner.confirmation import confirm
 from ktune.tuner.jobs import JobRequest, run_job
-from ktune.tuner.measure.base import Backend, Measurement, Status
+from ktune.tuner.measure.base import Backend, Measurement, Status, WrappingBackend
 from ktune.tuner.measure.fake import FunctionBackend
 from ktune.tuner.sources import ReplaySource, bundled_recordings
 
@@ -26,17 +26,10 @@ CONV = bundled_recordings()["convolution_A4000"]
 pytestmark = pytest.mark.both_databases
 
 
-class _Counting(Backend):
+class _Counting(WrappingBackend):
     def __init__(self, inner: Backend, seen: list[Config]) -> None:
-        self.inner, self.seen, self.name = inner, seen, inner.name
-
-    @property
-    def device_name(self) -> str:
-        return self.inner.device_name
-
-    @property
-    def simulated(self) -> bool:
-        return self.inner.simulated
+        super().__init__(inner)
+        self.seen = seen
 
     def measure(self, configs: Sequence[Config]) -> list[Measurement]:
         self.seen.extend(configs)

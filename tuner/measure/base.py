@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from ktune.search_space.parameters import Config
 
-__all__ = ["Backend", "BackendError", "Measurement", "Status", "error_text"]
+__all__ = ["Backend", "BackendError", "Measurement", "Status", "WrappingBackend", "error_text"]
 
 
 class BackendError(RuntimeError):
@@ -81,6 +81,29 @@ class Backend(ABC):
 
     def close(self) -> None:
         """Release workers or devices. Idempotent."""
+
+
+class WrappingBackend(Backend):
+    """A backend that adds to ``inner``: its name, device and clock are ``inner``'s, closing it
+    closes ``inner``, and ``measure`` passes through until a subclass overrides it."""
+
+    def __init__(self, inner: Backend) -> None:
+        self.inner = inner
+        self.name = inner.name
+
+    @property
+    def device_name(self) -> str:
+        return self.inner.device_name
+
+    @property
+    def simulated(self) -> bool:
+        return self.inner.simulated
+
+    def measure(self, configs: Sequence[Config]) -> list[Measurement]:
+        return self.inner.measure(configs)
+
+    def close(self) -> None:
+        self.inner.close()
 
 
 def error_text(text: str, lines: int = 6) -> str:
