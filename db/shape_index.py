@@ -45,6 +45,15 @@ class _Shapes:
             self._array = np.array(self.log2, dtype=np.float64)
         return self._array
 
+    def distances(self, np: Any, asked: list[float]) -> Any:
+        """Every shape's distance to ``asked`` (log2 sizes), summed left to right as
+        ``shape_distance`` sums, so that both give the same floats."""
+        diff = np.abs(np.array(asked) - self.array(np))
+        distances = diff[:, 0].copy()
+        for k in range(1, diff.shape[1]):
+            distances += diff[:, k]
+        return distances
+
 
 def _numpy() -> Any:
     """numpy, if this process has loaded it (never loaded here)."""
@@ -61,17 +70,13 @@ class ShapeIndex:
 
     def nearest(self, run: RunSql, query: LookupQuery) -> tuple[str, float] | None:
         """Key and distance of the tuned shape nearest to the query's, in its family."""
-        by_rank = self._family(run, (query.operator, query.dtype, query.layout, query.device))
-        shapes = by_rank.get(len(query.shape))
-        if shapes is None:
+        found = self._tuned(run, query)
+        if found is None:
             return None
-        asked = [math.log2(d) for d in query.shape]
+        shapes, asked = found
         np = _numpy()
         if np is not None:
-            diff = np.abs(np.array(asked) - shapes.array(np))
-            distances = diff[:, 0].copy()
-            for k in range(1, diff.shape[1]):  # left to right, as shape_distance's sum
-                distances += diff[:, k]
+            distances = shapes.distances(np, asked)
             best = int(np.argmin(distances))
             return shapes.keys[best], float(distances[best])
         best, best_distance = 0, math.inf
@@ -90,18 +95,14 @@ class ShapeIndex:
     ) -> list[tuple[str, float]]:
         """Key and distance of every tuned shape of the query's family within
         ``max_distance`` (all when None), nearest first, the smaller key first among equals."""
-        by_rank = self._family(run, (query.operator, query.dtype, query.layout, query.device))
-        shapes = by_rank.get(len(query.shape))
-        if shapes is None:
+        tuned_shapes = self._tuned(run, query)
+        if tuned_shapes is None:
             return []
-        asked = [math.log2(d) for d in query.shape]
+        shapes, asked = tuned_shapes
         limit = math.inf if max_distance is None else max_distance
         np = _numpy()
         if np is not None:
-            diff = np.abs(np.array(asked) - shapes.array(np))
-            distances = diff[:, 0].copy()
-            for k in range(1, diff.shape[1]):  # left to right, as shape_distance's sum
-                distances += diff[:, k]
+            distances = shapes.distances(np, asked)
             order = np.argsort(distances, kind="stable")  # keys are sorted: ties by key
             return [(shapes.keys[i], float(distances[i])) for i in order if distances[i] <= limit]
         found: list[tuple[float, int]] = []
@@ -113,6 +114,14 @@ class ShapeIndex:
                 found.append((distance, i))
         found.sort()
         return [(shapes.keys[i], d) for d, i in found]
+
+    def _tuned(self, run: RunSql, query: LookupQuery) -> tuple[_Shapes, list[float]] | None:
+        """The tuned shapes of the query's family and rank, and the query's log2 sizes."""
+        by_rank = self._family(run, (query.operator, query.dtype, query.layout, query.device))
+        shapes = by_rank.get(len(query.shape))
+        if shapes is None:
+            return None
+        return shapes, [math.log2(d) for d in query.shape]
 
     def _family(self, run: RunSql, family: _Family) -> dict[int, _Shapes]:
         version = best_count(run)
