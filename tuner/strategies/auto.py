@@ -62,7 +62,7 @@ class AutoSearch(ModelGuided):
     plan_size: ClassVar[int] = 4
     #: the shortest plan with a prior in the log: its first plan is the transferred model's
     #: ranking alone (nothing measured to walk around yet), and transfer was measured with 8
-    plan_size_with_prior: ClassVar[int] = 8
+    plan_size_with_prior: ClassVar[int | None] = 8
     #: the escape (restarts when stalled, random draws, the model's ranking once it beats
     #: chance); off, ``auto`` plans as it did before it (for comparisons)
     escape: ClassVar[bool] = True
@@ -82,7 +82,6 @@ class AutoSearch(ModelGuided):
         super().__init__(space, seed=seed, context=context)
         self.agent = KnobMoveAgent(space, self.rng)
         self.explorer: _Explorer | None = None
-        self._has_prior = any(s.ok for s in self._prior)
         if self.explorer_share > 0 and self._has_prior:
             self.explorer = _Explorer(self, None if seed is None else seed + EXPLORER_SEED_OFFSET)
         self._proposed = 0  # proposals handed out, the explorer's included
@@ -94,10 +93,6 @@ class AutoSearch(ModelGuided):
         self.failures = FailureModel(seed=seed or 0)
         self._fail_table: np.ndarray | None = None  # P(fail) of every config (small spaces)
         self._failures_stale = False
-
-    def plan_length(self) -> int:
-        n = super().plan_length()
-        return max(n, self.plan_size_with_prior) if self._has_prior else n
 
     def _explorers_turn(self) -> bool:
         """Whether proposal number ``_proposed`` is the explorer's: one in ``explorer_share``

@@ -59,6 +59,9 @@ class ModelGuided(Strategy):
     n_init: ClassVar[int] = 8
     #: proposals planned at a time (the model refits once per plan)
     plan_size: ClassVar[int] = 8
+    #: the shortest plan when the log holds measurements of the space (its first plan is the
+    #: transferred model's ranking alone); None: ``plan_size``
+    plan_size_with_prior: ClassVar[int | None] = None
     #: spaces up to this size are scored exhaustively and their features cached
     exhaustive_limit: ClassVar[int] = 200_000
     #: the largest plan, however cheap measurements are
@@ -110,6 +113,7 @@ class ModelGuided(Strategy):
             nthread=1,
         )
         self._prior = prior
+        self._has_prior = any(s.ok for s in prior)
         if any(s.ok for s in prior):
             self.model.fit(prior)
         self._own: list[Sample] = []
@@ -191,14 +195,17 @@ class ModelGuided(Strategy):
         that planning would cost more than ``tuner_share`` of their time: the smallest ``n``
         with ``plan_seconds(n) / n <= tuner_share * median measurement cost``, at most
         ``max_plan_size``."""
+        shortest = self.plan_size
+        if self._has_prior and self.plan_size_with_prior is not None:
+            shortest = self.plan_size_with_prior
         costs = [o.cost_s for o in self._obs.values() if o.cost_s > 0]
         if not costs:
-            return self.plan_size
+            return shortest
         per_proposal = self.tuner_share * float(np.median(costs)) - PLAN_S_PER_PROPOSAL
         if per_proposal <= 0:
             return self.max_plan_size
         need = math.ceil(self.plan_seconds(0) / per_proposal)
-        return int(min(self.max_plan_size, max(self.plan_size, need)))
+        return int(min(self.max_plan_size, max(shortest, need)))
 
     def plan_seconds(self, n: int) -> float:
         """Estimated time of a plan of ``n`` proposals on a slow machine: a linear model in the
