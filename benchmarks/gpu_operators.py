@@ -5,7 +5,7 @@ measurements, default 200) and times, in this same process and with the same tim
 (CUDA events, warm-up, L2 flush, median), the vendor path:
 
     matmul      cupy.matmul (cuBLAS)
-    conv2d      cupyx.cudnn.convolution_forward (cuDNN) when cuDNN loads, else nothing
+    conv2d      cuDNN: cupyx.cudnn.convolution_forward, else torch's conv2d, else nothing
     reduction   cupy.sum / cupy.max over the last axis
     softmax     cupyx.scipy.special.softmax
     transpose   cupy.ascontiguousarray(x.T) (CuPy's copy kernel)
@@ -16,8 +16,9 @@ tensor-core peak for fp16 matmul) and the bandwidth measured here with a device-
 copy, and the fraction of the roofline reached. Exits 2 with a one-line message without a GPU,
 1 when some case had no configuration that ran (each such case, with its statuses, is printed).
 
-    .venv/bin/python benchmarks/gpu_operators.py [--only matmul-float16 ...] [--budget 200]
-        [--strategy optuna] [--seed 1] [--out results.json]
+    .venv/bin/python benchmarks/gpu_operators.py [--only matmul-float16 ...]
+        [--shapes 4096x4096x4096 ...] [--budget 200] [--strategy optuna] [--seed 1]
+        [--out results.json]
 """
 
 from __future__ import annotations
@@ -87,29 +88,54 @@ def vendor(
         x, _ = args
         return "cupy.ascontiguousarray(x.T)", lambda: cp.ascontiguousarray(x.T)
     if op_name == "conv2d":
-        try:
-            from cupyx import cudnn
-
-            x, w, y = args
-            from ktune.search_space.operators.conv2d import Conv2d
-
-            cs, _ = Conv2d().conv_shape(workload)
-            pad, stride, dil = (cs.ph, cs.pw), (cs.sh, cs.sw), (cs.dh, cs.dw)
-            core = (
-                "never" if workload.dtype == "float32" else "auto"
-            )  # no TF32 for fp32: same math as ours
-
-            def run() -> None:
-                cudnn.convolution_forward(
-                    x, w, None, y, pad, stride, dil, 1, auto_tune=True, tensor_core=core
-                )
-
-            run()
-            return "cuDNN (cupyx.cudnn)", run
-        except Exception as exc:  # noqa: BLE001 - no cuDNN: say so in the table, and why
-            print(f"cuDNN unavailable: {type(exc).__name__}: {exc}"[:300], file=sys.stderr)
-            return f"cuDNN unavailable ({type(exc).__name__})", None
+        return conv_vendor(workload, args)
     return "-", None
+
+
+def conv_vendor(workload: Workload, args: list[Any]) -> tuple[str, Callable[[], Any] | None]:
+    """cuDNN for a convolution: through ``cupyx.cudnn`` where CuPy was built with it, else
+    through PyTorch (``torch.nn.functional.conv2d`` on the same arrays, via DLPack). TF32 is off
+    for fp32, the same math as ours; cuDNN's own algorithm search is on in both."""
+    from ktune.search_space.operators.conv2d import Conv2d
+
+    x, w, y = args
+    cs, _ = Conv2d().conv_shape(workload)
+    pad, stride, dil = (cs.ph, cs.pw), (cs.sh, cs.sw), (cs.dh, cs.dw)
+    reasons = []
+    try:
+        from cupyx import cudnn
+
+        core = "never" if workload.dtype == "float32" else "auto"
+
+        def run_cupy() -> None:
+            cudnn.convolution_forward(
+                x, w, None, y, pad, stride, dil, 1, auto_tune=True, tensor_core=core
+            )
+
+        run_cupy()
+        return "cuDNN (cupyx.cudnn)", run_cupy
+    except Exception as exc:  # noqa: BLE001 - try PyTorch's cuDNN next
+        reasons.append(f"cupyx.cudnn: {type(exc).__name__}: {exc}")
+    try:
+        import torch
+        import torch.nn.functional as F
+
+        torch.backends.cudnn.benchmark = True
+        torch.backends.cudnn.allow_tf32 = workload.dtype != "float32"
+        tx, tw = torch.from_dlpack(x), torch.from_dlpack(w)
+
+        def run_torch() -> Any:  # the legacy default stream, as CuPy's timing events
+            return F.conv2d(tx, tw, None, stride, pad, dil)
+
+        got = run_torch()
+        torch.cuda.synchronize()
+        if tuple(got.shape) != tuple(y.shape):
+            raise ValueError(f"output shape {tuple(got.shape)}, expected {tuple(y.shape)}")
+        return f"cuDNN (torch {torch.__version__})", run_torch
+    except Exception as exc:  # noqa: BLE001 - no cuDNN: say so in the table, and why
+        reasons.append(f"torch: {type(exc).__name__}: {exc}")
+    print(f"cuDNN unavailable: {'; '.join(reasons)}"[:400], file=sys.stderr)
+    return "cuDNN unavailable", None
 
 
 def copy_bandwidth(settings: TimingSettings, l2_bytes: int) -> float:
@@ -127,6 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--only", nargs="*", default=None, help="cases like matmul-float16 or reduction-float32-sum"
+    )
+    parser.add_argument(
+        "--shapes", nargs="*", default=None, help="only these shapes of the chosen cases"
     )
     parser.add_argument("--budget", type=int, default=200)
     parser.add_argument("--strategy", default=strategies.DEFAULT)
@@ -173,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         op = get(name)
         for shape in shapes:
+            if args.shapes and shape not in args.shapes:
+                continue
             workload = op.workload(shape, dtype, layout)
             space = op.space(workload, limits)
             started = time.perf_counter()
@@ -234,6 +265,10 @@ def main(argv: list[str] | None = None) -> int:
                 "first_error": first_error[0] if first_error else None,
             }
             rows.append(row)
+            if args.out:  # after each row: a run cut off by a time limit keeps what it measured
+                args.out.write_text(
+                    json.dumps({"device": spec, "bandwidth_gbs": bandwidth, "rows": rows}, indent=1)
+                )
             fmt = lambda v: "-" if v is None else f"{v:.4g}"
             ratio = f"{vms / best:.2f}" if (vms and best) else "-"
             frac = f"{roof / best:.2f}" if best else "-"
@@ -247,10 +282,6 @@ def main(argv: list[str] | None = None) -> int:
                 failed.append(f"{label} {shape}: {dict(statuses)}; {first_error[:1]}")
             del dev
             cp.get_default_memory_pool().free_all_blocks()
-    if args.out:
-        args.out.write_text(
-            json.dumps({"device": spec, "bandwidth_gbs": bandwidth, "rows": rows}, indent=1)
-        )
     for line in failed:  # no configuration ran: the table's dashes have a reason
         print(f"no config ran: {line}"[:400])
     return 1 if failed else 0
