@@ -242,6 +242,9 @@ def _c_literal(value: Value) -> str:
     return str(value)
 
 
+_TINY = float(np.finfo(np.float32).tiny)
+
+
 @dataclass(frozen=True)
 class Tolerance:
     """``|out - ref| <= rtol * |ref| + atol * max|ref|`` elementwise (ref computed in float64);
@@ -251,18 +254,30 @@ class Tolerance:
     atol: float
     atol_relative: bool = True
 
-    def check(self, out: np.ndarray, ref: np.ndarray) -> tuple[bool, float]:
-        """Whether ``out`` passes, and the worst ratio of error to allowed error."""
-        out64 = np.asarray(out, dtype=np.float64)
-        ref64 = np.asarray(ref, dtype=np.float64)
-        if out64.shape != ref64.shape:
-            out64 = out64.reshape(ref64.shape)
-        scale = float(np.max(np.abs(ref64))) if ref64.size and self.atol_relative else 1.0
-        allowed = self.rtol * np.abs(ref64) + self.atol * scale + np.finfo(np.float32).tiny
-        err = np.abs(out64 - ref64)
-        with np.errstate(invalid="ignore"):
-            ratio = np.where(np.isfinite(err), err / allowed, np.inf)
-        worst = float(np.max(ratio)) if ratio.size else 0.0
+    #: elements compared at a time: bounds a check's float64 temporaries (a few hundred MB)
+    #: whatever the size of the output
+    chunk: ClassVar[int] = 1 << 24
+
+    def check(self, out: Any, ref: Any, xp: Any = np) -> tuple[bool, float]:
+        """Whether ``out`` passes, and the worst ratio of error to allowed error. ``xp`` is the
+        array module that holds both (numpy, or cupy: then the comparison runs on the device
+        and only the ratio comes back to the host)."""
+        out_flat, ref_flat = xp.asarray(out).reshape(-1), xp.asarray(ref).reshape(-1)
+        if out_flat.size != ref_flat.size:
+            raise ValueError(f"output of {out_flat.size} items, reference of {ref_flat.size}")
+        spans = [slice(i, i + self.chunk) for i in range(0, ref_flat.size, self.chunk)]
+        scale = 1.0
+        if self.atol_relative and spans:
+            scale = max(float(xp.max(xp.abs(ref_flat[s].astype(xp.float64)))) for s in spans)
+        worst = 0.0
+        for span in spans:
+            ref64 = ref_flat[span].astype(xp.float64)
+            err = xp.abs(out_flat[span].astype(xp.float64) - ref64)
+            allowed = self.rtol * xp.abs(ref64) + (self.atol * scale + _TINY)
+            with np.errstate(invalid="ignore"):
+                ratio = xp.where(xp.isfinite(err), err / allowed, xp.inf)
+            most = float(xp.max(ratio))
+            worst = math.inf if math.isnan(most) else max(worst, most)  # NaN fails
         return worst <= 1.0, worst
 
     def failure(self, worst: float) -> str:

@@ -4,11 +4,13 @@ run time); the references agree with straightforward NumPy."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
 from ktune.search_space import Config
-from ktune.search_space.operators import Arguments, DeviceLimits, get
+from ktune.search_space.operators import Arguments, DeviceLimits, Tolerance, get
 from ktune.search_space.operators.conv2d import Conv2d, ConvShape
 
 LIMITS = DeviceLimits.for_arch("sm_80")
@@ -160,6 +162,26 @@ def test_tolerance_flags_wrong_outputs() -> None:
     nan[0, 0] = np.nan
     assert not tol.check(nan, ref)[0]
     assert isinstance(args, Arguments)
+
+
+def test_tolerance_checks_in_chunks_as_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large output is compared a chunk at a time (bounded temporaries, on the device when
+    the arrays live there): the worst ratio is the whole array's, wherever the error sits."""
+    rng = np.random.default_rng(5)
+    ref = rng.uniform(-1, 1, (37, 29))
+    tol = Tolerance(1e-4, 1e-5)
+    out = ref.astype(np.float32)
+    out[36, 28] += 0.5  # in the last, short chunk
+    whole = tol.check(out, ref)
+    monkeypatch.setattr(Tolerance, "chunk", 64)
+    assert tol.check(out, ref) == whole and not whole[0]
+    assert tol.check(ref.astype(np.float32), ref)[0]
+    bad_ref = ref.copy()
+    bad_ref[0, 0] = np.nan  # a NaN anywhere fails, never hides as a ratio of NaN
+    assert tol.check(ref, bad_ref) == (False, math.inf)
+    assert tol.check(out.reshape(-1), ref)[1] == whole[1]  # same items, another shape
+    with pytest.raises(ValueError, match="output of 10 items"):
+        tol.check(out.reshape(-1)[:10], ref)
 
 
 # shapes a config drawn at the SMALL shapes is run at: 1, primes, a tile plus one

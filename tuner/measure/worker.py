@@ -226,7 +226,7 @@ class GpuMeasurer:
         for i, ref in self.references.items():
             if ref is None:
                 continue
-            _, ratio = self.tolerance.check(self.cp.asnumpy(self.args[i]), self.cp.asnumpy(ref))
+            _, ratio = self.tolerance.check(self.args[i], ref, xp=self.cp)  # on the device
             worst = max(worst, ratio)
         return worst
 
