@@ -10,7 +10,9 @@ line saying so and exits 2. With one, in order, each step given what is left of 
 3. a short real tuning job (fp16 matmul) into a fresh log, ``ktune build`` of that log for this
    GPU's architecture, and the built library's ``ktune_matmul_float16`` called through ctypes
    on tuned, untuned and awkward shapes against cuBLAS (``cupy.matmul``);
-4. ``benchmarks/gpu_operators.py`` on a reduced set: fp16 matmul vs cuBLAS first, then the
+4. ``benchmarks/measure_cost.py``: where a measurement's time goes (compile, check, timed runs,
+   the rest per repeat) on three memory-bound workloads;
+5. ``benchmarks/gpu_operators.py`` on a reduced set: fp16 matmul vs cuBLAS first, then the
    other operators with a small budget while time is left.
 
 The figures (device, date, each step's outcome and numbers) go to ``out/gpu-check/report.md``
@@ -231,6 +233,10 @@ def main(argv: list[str] | None = None) -> int:
             steps["artifact"] = {"ok": False, "status": f"{type(exc).__name__}: {exc}"}
     print(f"  ktune build: {steps['build']['status']}", flush=True)
 
+    cost = [py, "benchmarks/measure_cost.py", "--configs", "3"]
+    steps["measure cost"] = run(cost, clock, 150, args.out / "measure-cost.log")
+    print(f"  measure_cost: {steps['measure cost']['status']}", flush=True)
+
     bench_rows: list[dict[str, Any]] = []
     for only, budget in BENCH:
         if clock.left() < 60:
@@ -293,6 +299,11 @@ def markdown(report: dict[str, Any]) -> str:
         lines += [
             f"| {r['shape']} | {r['code']} | {r['max_rel_error']:.2e} |" for r in artifact["shapes"]
         ]
+    cost = report["steps"].get("measure cost", {})
+    table = [line for line in cost.get("tail", "").splitlines() if line.startswith("|")]
+    if table:
+        lines += ["", "Where a measurement's time goes (benchmarks/measure_cost.py, ms):", ""]
+        lines += table
     if report["benchmark"]:
         lines += [
             "",

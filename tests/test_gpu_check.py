@@ -45,3 +45,41 @@ def test_an_nvidia_smi_that_lists_no_gpu_counts_as_none(
     assert proc.returncode == 2, proc.stdout + proc.stderr
     lines = (proc.stdout + proc.stderr).strip().splitlines()
     assert len(lines) == 1 and "nvidia-smi lists no GPU" in lines[0]
+
+
+def test_the_report_shows_where_a_measurements_time_goes() -> None:
+    """The measure_cost step's table (from its output) lands in report.md, so a lent GPU's
+    split of a measurement's time is read off the report, not dug out of a log."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpu_check", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    table = "| case | config | status |\n|---|---|---|\n| softmax:1024x32000:float16 | 7 | ok |"
+    report = {
+        "device": {"name": "GPU", "arch": "sm_90", "cuda_runtime": 1, "driver": 1, "cupy": "14"},
+        "date": "2026-11-26",
+        "seconds": 1.0,
+        "steps": {
+            "measure cost": {"ok": True, "status": "exit 0", "tail": f"device: GPU\n{table}\n"}
+        },
+        "benchmark": [],
+        "failed": [],
+    }
+    text = module.markdown(report)
+    assert "Where a measurement's time goes" in text
+    assert "| softmax:1024x32000:float16 | 7 | ok |" in text and "device: GPU" not in text
+
+
+def test_measure_cost_without_a_gpu_says_so_and_exits_2(tmp_path: Path) -> None:
+    script = SCRIPT.parent.parent / "benchmarks" / "measure_cost.py"
+    proc = subprocess.run(
+        [sys.executable, str(script), "--configs", "1"],
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CUDA_VISIBLE_DEVICES": ""},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = (proc.stdout + proc.stderr).strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and "needs an NVIDIA GPU" in lines[0], lines

@@ -1,0 +1,113 @@
+"""Where one GPU measurement's time goes: compile, the correctness check, the timed runs, and
+the rest (per repeat: restoring outputs, flushing the L2, synchronising).
+
+On the H200 (docs/benchmarks.md, "Second run on a GPU") memory-bound measurements took
+1.2-1.9 s for about 50 ms of timed runs. This splits that time, config by config, in this
+process (no worker pool), with the worker's own measurer:
+
+- ``total``: the measurer's call (what a tuning job pays per config, less the pool's round trip);
+- ``compile`` and ``bench``: the measurer's own split (``bench`` = check + timed runs + rest);
+- ``check dev`` / ``check host``: the correctness check once more, on the device (as the worker
+  does it) and on the host (as it did before 2026-11-26), each timed alone;
+- ``runs``: the sum of the timed runs; ``rest / rep``: what is left of ``bench`` after the check
+  and the runs, per repeat.
+
+Exits 2 with a one-line message without a GPU.
+
+    python benchmarks/measure_cost.py [--case softmax:1024x32000:float16 ...] [--configs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from ktune.search_space.operators import DeviceLimits, get
+from ktune.tuner.measure.base import BackendError
+from ktune.tuner.measure.detect import detect_devices
+from ktune.tuner.measure.pool import WorkerReply
+from ktune.tuner.measure.worker import GpuMeasurer, MeasureSpec
+
+CASES = ["softmax:1024x32000:float16", "transpose:8192x8192:float32", "reduction:4096x4096:float32"]
+
+
+def seconds(fn: Callable[[], Any], sync: Callable[[], Any]) -> float:
+    """Wall seconds of ``fn()`` with the device synchronised before and after."""
+    sync()
+    started = time.perf_counter()
+    fn()
+    sync()
+    return time.perf_counter() - started
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--case", nargs="*", default=CASES, help="operator:shape:dtype[:layout]")
+    parser.add_argument("--configs", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args(argv)
+    try:
+        spec = detect_devices()[0]
+    except BackendError as exc:
+        print(f"measure_cost: this benchmark needs an NVIDIA GPU with CuPy: {exc}", file=sys.stderr)
+        return 2
+    import cupy as cp
+
+    sync = cp.cuda.Device().synchronize
+    limits = DeviceLimits.from_spec(spec)
+    print(f"device: {spec['name']}; times in ms\n")
+    print(
+        "| case | config | status | total | compile | bench | check dev | check host | "
+        "runs | repeats | rest / rep |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for case in args.case:
+        name, shape, dtype, *layout = case.split(":")
+        op = get(name)
+        workload = op.workload(shape, dtype, layout[0] if layout else "")
+        space = op.space(workload, limits)
+        measurer = GpuMeasurer(MeasureSpec(name, workload.key), 0)
+        pairs = [(measurer.args[i], r) for i, r in measurer.references.items() if r is not None]
+        tol = measurer.tolerance
+
+        def on_device(pairs: list[tuple[Any, Any]] = pairs) -> None:
+            for out, ref in pairs:
+                tol.check(out, ref, xp=cp)
+
+        def on_host(pairs: list[tuple[Any, Any]] = pairs) -> None:
+            for out, ref in pairs:
+                tol.check(cp.asnumpy(out), cp.asnumpy(ref))
+
+        for index in space.sample(args.configs, np.random.default_rng(args.seed)):
+            config = space.config(int(index))
+            started = time.perf_counter()
+            reply = measurer(config)
+            total = time.perf_counter() - started
+            result: dict[str, Any] = reply.value if isinstance(reply, WorkerReply) else reply
+            dev, host = seconds(on_device, sync), seconds(on_host, sync)
+            times = list(result.get("times_ms") or [])
+            runs = sum(times)
+            rest = result["bench_ms"] - dev * 1e3 - runs
+            per_rep = f"{rest / len(times):.3f}" if times else "-"
+            print(
+                f"| {case} | {int(index)} | {result['status']} | {total * 1e3:.0f} | "
+                f"{result['compile_ms']:.0f} | {result['bench_ms']:.0f} | {dev * 1e3:.1f} | "
+                f"{host * 1e3:.1f} | {runs:.1f} | {len(times)} | {per_rep} |",
+                flush=True,
+            )
+        del measurer, pairs, on_device, on_host
+        cp.get_default_memory_pool().free_all_blocks()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
