@@ -114,7 +114,7 @@ class ModelGuided(Strategy):
         )
         self._prior = prior
         self._has_prior = any(s.ok for s in prior)
-        if any(s.ok for s in prior):
+        if self._has_prior:
             self.model.fit(prior)
         self._own: list[Sample] = []
         self._unfitted: list[Sample] = []  # told since the last refit
