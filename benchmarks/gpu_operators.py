@@ -163,6 +163,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
+    known = {shape for shapes in CASES.values() for shape in shapes}
+    unknown = [shape for shape in args.shapes or [] if shape not in known]
+    if unknown:
+        print(
+            f"gpu_operators: --shapes {' '.join(unknown)}: not a shape of any case "
+            f"(they are {', '.join(sorted(known))})"[:400],
+            file=sys.stderr,
+        )
+        return 2
 
     try:
         spec = detect_devices()[0]

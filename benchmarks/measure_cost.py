@@ -31,13 +31,27 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ktune.search_space.operators import DeviceLimits, get
+from ktune.search_space.operators import DeviceLimits, OperatorError, get
+from ktune.search_space.workload import Workload
 from ktune.tuner.measure.base import BackendError
 from ktune.tuner.measure.detect import detect_devices
 from ktune.tuner.measure.pool import WorkerReply
 from ktune.tuner.measure.worker import GpuMeasurer, MeasureSpec
 
 CASES = ["softmax:1024x32000:float16", "transpose:8192x8192:float32", "reduction:4096x4096:float32"]
+
+
+def parse_case(case: str) -> tuple[str, Workload]:
+    """``operator:shape:dtype[:layout]`` as (operator name, workload); ValueError naming the
+    case when it is not one."""
+    parts = case.split(":")
+    if len(parts) not in (3, 4):
+        raise ValueError(f"--case {case!r} is not operator:shape:dtype[:layout]")
+    name, shape, dtype, *layout = parts
+    try:
+        return name, get(name).workload(shape, dtype, layout[0] if layout else "")
+    except (OperatorError, ValueError) as exc:
+        raise ValueError(f"--case {case!r}: {exc}") from None
 
 
 def seconds(fn: Callable[[], Any], sync: Callable[[], Any]) -> float:
@@ -56,6 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
     try:
+        cases = [(case, *parse_case(case)) for case in args.case]
+    except ValueError as exc:
+        print(f"measure_cost: {exc}"[:300], file=sys.stderr)
+        return 2
+    try:
         spec = detect_devices()[0]
     except BackendError as exc:
         print(f"measure_cost: this benchmark needs an NVIDIA GPU with CuPy: {exc}", file=sys.stderr)
@@ -70,11 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         "runs | repeats | rest / rep |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for case in args.case:
-        name, shape, dtype, *layout = case.split(":")
-        op = get(name)
-        workload = op.workload(shape, dtype, layout[0] if layout else "")
-        space = op.space(workload, limits)
+    for case, name, workload in cases:
+        space = get(name).space(workload, limits)
         measurer = GpuMeasurer(MeasureSpec(name, workload.key), 0)
         pairs = [(measurer.args[i], r) for i, r in measurer.references.items() if r is not None]
         tol = measurer.tolerance
