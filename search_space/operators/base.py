@@ -268,10 +268,10 @@ class Tolerance:
         spans = [slice(i, i + self.chunk) for i in range(0, ref_flat.size, self.chunk)]
         scale = 1.0
         if self.atol_relative and spans:
-            scale = max(float(xp.max(xp.abs(ref_flat[s].astype(xp.float64)))) for s in spans)
+            scale = max(float(xp.max(xp.abs(ref_flat[s]))) for s in spans)
         worst = 0.0
         for span in spans:
-            ref64 = ref_flat[span].astype(xp.float64)
+            ref64 = ref_flat[span].astype(xp.float64, copy=False)  # references are float64
             err = xp.abs(out_flat[span].astype(xp.float64) - ref64)
             allowed = self.rtol * xp.abs(ref64) + (self.atol * scale + _TINY)
             with np.errstate(invalid="ignore"):
