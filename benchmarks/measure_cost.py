@@ -10,7 +10,10 @@ process (no worker pool), with the worker's own measurer:
 - ``check dev`` / ``check host``: the correctness check once more, on the device (as the worker
   does it) and on the host (as it did before 2026-11-26), each timed alone;
 - ``runs``: the sum of the timed runs; ``rest / rep``: what is left of ``bench`` after the check
-  and the runs, per repeat.
+  and the runs, per repeat; ``restore``: restoring the outputs once, timed alone.
+
+A first table times the L2 flush alone, per call: the worker's (``l2_flusher``, a memset) and the
+``ndarray.fill`` of a byte buffer that it replaced on 2026-11-26.
 
 Exits 2 with a one-line message without a GPU.
 
@@ -23,6 +26,7 @@ import argparse
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +40,8 @@ from ktune.search_space.workload import Workload
 from ktune.tuner.measure.base import BackendError
 from ktune.tuner.measure.detect import detect_devices
 from ktune.tuner.measure.pool import WorkerReply
-from ktune.tuner.measure.worker import GpuMeasurer, MeasureSpec
+from ktune.tuner.measure.timing import TimingSettings
+from ktune.tuner.measure.worker import GpuMeasurer, MeasureSpec, l2_flusher, time_gpu
 
 CASES = ["softmax:1024x32000:float16", "transpose:8192x8192:float32", "reduction:4096x4096:float32"]
 
@@ -63,6 +68,40 @@ def seconds(fn: Callable[[], Any], sync: Callable[[], Any]) -> float:
     return time.perf_counter() - started
 
 
+def per_call_ms(fn: Callable[[int], Any], sync: Callable[[], Any], calls: int = 50) -> float:
+    """Milliseconds per call of ``fn(i)``, i = 1..calls, after one untimed ``fn(1)`` (CuPy's
+    ``fill(0)`` is a memset, so the values start at 1)."""
+    fn(1)
+    return seconds(lambda: [fn(1 + i % 250) for i in range(calls)], sync) * 1e3 / calls
+
+
+def flush_table(l2_bytes: int, sync: Callable[[], Any]) -> None:
+    """Print the L2 flush's cost per call, the worker's memset against a byte-wise ``fill``,
+    and a cache-resident kernel's time after each (``cupy.sum`` of 8 MiB, median of 100 runs):
+    the two flushes should leave it the same."""
+    import cupy as cp
+
+    buffer = cp.empty(max(2 * l2_bytes, 1), dtype=cp.uint8)
+    memset = per_call_ms(l2_flusher(l2_bytes), sync)
+    fill = per_call_ms(buffer.fill, sync)
+    x = cp.ones(2**21, dtype=cp.float32)
+    fixed = TimingSettings(warmup=3, min_repeats=100, max_repeats=100, min_time_s=0.0)
+    unflushed = replace(fixed, flush_l2=False)
+    medians = [
+        float(np.median(time_gpu(x.sum, unflushed))),
+        float(np.median(time_gpu(x.sum, fixed, l2_bytes=l2_bytes))),
+        float(np.median(time_gpu(x.sum, unflushed, lambda: buffer.fill(1)))),
+    ]
+    print(
+        f"L2 flush of {buffer.nbytes / 2**20:.0f} MiB: ms per call, and the median ms of a "
+        "cupy.sum of 8 MiB fp32 after it\n"
+    )
+    print("| flush | ms per call | sum ms after |\n|---|---|---|")
+    print(f"| none | - | {medians[0]:.4f} |")
+    print(f"| l2_flusher (memset) | {memset:.4f} | {medians[1]:.4f} |")
+    print(f"| uint8 fill | {fill:.4f} | {medians[2]:.4f} |\n", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--case", nargs="*", default=CASES, help="operator:shape:dtype[:layout]")
@@ -84,11 +123,12 @@ def main(argv: list[str] | None = None) -> int:
     sync = cp.cuda.Device().synchronize
     limits = DeviceLimits.from_spec(spec)
     print(f"device: {spec['name']}; times in ms\n")
+    flush_table(int(spec.get("l2_bytes", 0)), sync)
     print(
         "| case | config | status | total | compile | bench | check dev | check host | "
-        "runs | repeats | rest / rep |"
+        "runs | repeats | rest / rep | restore |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for case, name, workload in cases:
         space = get(name).space(workload, limits)
         measurer = GpuMeasurer(MeasureSpec(name, workload.key), 0)
@@ -102,6 +142,12 @@ def main(argv: list[str] | None = None) -> int:
         def on_host(pairs: list[tuple[Any, Any]] = pairs) -> None:
             for out, ref in pairs:
                 tol.check(cp.asnumpy(out), cp.asnumpy(ref))
+
+        def restore(_: int, m: GpuMeasurer = measurer) -> None:
+            for i, pristine in m.pristine.items():
+                m.args[i][...] = pristine
+
+        restore_ms = per_call_ms(restore, sync, 20)
 
         for index in space.sample(args.configs, np.random.default_rng(args.seed)):
             config = space.config(int(index))
@@ -117,10 +163,10 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"| {case} | {int(index)} | {result['status']} | {total * 1e3:.0f} | "
                 f"{result['compile_ms']:.0f} | {result['bench_ms']:.0f} | {dev * 1e3:.1f} | "
-                f"{host * 1e3:.1f} | {runs:.1f} | {len(times)} | {per_rep} |",
+                f"{host * 1e3:.1f} | {runs:.1f} | {len(times)} | {per_rep} | {restore_ms:.3f} |",
                 flush=True,
             )
-        del measurer, pairs, on_device, on_host
+        del measurer, pairs, on_device, on_host, restore
         cp.get_default_memory_pool().free_all_blocks()
     return 0
 

@@ -48,21 +48,26 @@ def test_an_nvidia_smi_that_lists_no_gpu_counts_as_none(
 
 
 def test_the_report_shows_where_a_measurements_time_goes() -> None:
-    """The measure_cost step's table (from its output) lands in report.md, so a lent GPU's
-    split of a measurement's time is read off the report, not dug out of a log."""
+    """The measure_cost step's tables (from its whole output, not the output's tail) land in
+    report.md, so a lent GPU's split of a measurement's time is read off the report, not dug
+    out of a log."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("gpu_check", SCRIPT)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    flush = (
+        "L2 flush of 120 MiB: ms per call\n\n| flush | ms per call |\n|---|---|\n| memset | 0.03 |"
+    )
     table = "| case | config | status |\n|---|---|---|\n| softmax:1024x32000:float16 | 7 | ok |"
+    output = f"device: GPU; times in ms\n\n{flush}\n\n{table}\n"
     report = {
         "device": {"name": "GPU", "arch": "sm_90", "cuda_runtime": 1, "driver": 1, "cupy": "14"},
         "date": "2026-11-26",
         "seconds": 1.0,
         "steps": {
-            "measure cost": {"ok": True, "status": "exit 0", "tail": f"device: GPU\n{table}\n"}
+            "measure cost": {"ok": True, "status": "exit 0", "tail": output[-40:], "output": output}
         },
         "benchmark": [],
         "failed": [],
@@ -70,6 +75,8 @@ def test_the_report_shows_where_a_measurements_time_goes() -> None:
     text = module.markdown(report)
     assert "Where a measurement's time goes" in text
     assert "| softmax:1024x32000:float16 | 7 | ok |" in text and "device: GPU" not in text
+    # both tables whole, each after a blank line (two tables run together render as one)
+    assert f"\n\n{flush}\n\n{table}" in text
 
 
 def test_measure_cost_without_a_gpu_says_so_and_exits_2(tmp_path: Path) -> None:
