@@ -28,7 +28,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ktune.search_space.operators.entry import EntryAbi
 from ktune.search_space.operators.expressions import int_expr
 from ktune.search_space.operators.forms import OperatorError, WorkloadForm, shape_of
 from ktune.search_space.parameters import Config, Parameter, Value
@@ -310,17 +309,6 @@ class ShapedOperator(WorkloadForm):
     results are checked with."""
 
     summary: ClassVar[str] = ""
-    #: the C entry point of a shipped kernel: its size arguments and data pointers
-    entry: ClassVar[EntryAbi]
-
-    def entry_for(self, layout: str) -> EntryAbi:
-        """The entry point of the kernels of ``layout`` (its arrays' shapes may differ)."""
-        return self.entry
-
-    def entry_sizes(self, workload: Workload) -> tuple[int, ...]:
-        """The values of the entry point's sizes for ``workload``, in order (its shape)."""
-        self.check(workload)
-        return tuple(workload.shape)
 
     def np_dtype(self, workload: Workload) -> type[np.floating[Any]]:
         return _DTYPES[workload.dtype]
@@ -408,11 +396,8 @@ class Operator(ShapedOperator, ABC):
 
     # --- run-time sizes and shipping (ktune's own operators; a custom kernel has none)
 
-    #: the C entry point of a shipped kernel: size arguments, derived sizes, data pointers
-    entry: ClassVar[EntryAbi]
-    #: expressions over knobs, sizes and derived sizes that a config must satisfy to compute a
-    #: correct result at a shape (alignment, not speed); every space includes them
-    requirements: ClassVar[tuple[str, ...]] = ()
+    #: (the C entry point, ``entry``, and the ``requirements`` a config must meet at a shape
+    #: come with the operator's form: :mod:`~ktune.search_space.operators.forms`)
     #: expressions over sizes that the kernels' 32-bit index arithmetic needs (the shapes the
     #: operator admits at all); a shipped launcher refuses other sizes
     admits: ClassVar[tuple[str, ...]] = ()
@@ -435,16 +420,6 @@ class Operator(ShapedOperator, ABC):
         """Outputs ``config`` accumulates into, with the value they must hold beforehand
         (:meth:`arguments` initialises them so)."""
         return ()
-
-    def sizes(self, workload: Workload) -> dict[str, int]:
-        """Entry sizes and derived sizes of ``workload`` by name (empty without an entry)."""
-        entry = getattr(self, "entry", None)
-        if entry is None:
-            return {}
-        env: dict[str, int] = dict(zip(entry.sizes, self.entry_sizes(workload)))
-        for name, expression in entry.derived:
-            env[name] = int_expr(expression).value(env)
-        return env
 
     def kernel_sizes(self, workload: Workload) -> tuple[np.int32, ...]:
         """The kernel's trailing ``int`` arguments: the sizes, then the derived sizes."""

@@ -14,63 +14,16 @@ from typing import Any
 
 import numpy as np
 
-from ktune.search_space.operators.base import Arguments, OperatorError, ShapedOperator
-from ktune.search_space.operators.entry import EntryAbi, Pointer
-from ktune.search_space.operators.forms import CONV_SIZES, ConvForm, ConvShape
+from ktune.search_space.operators.base import Arguments, ShapedOperator
+from ktune.search_space.operators.forms import CONV_ENTRY, ConvForm, ConvShape
 from ktune.search_space.workload import Workload
 
 __all__ = ["CONV_ENTRY", "ConvProblem", "ConvShape"]
-
-#: a convolution's entry point (NCHW, weights KCRS); NHWC's arrays are permuted
-CONV_ENTRY = EntryAbi(
-    CONV_SIZES,
-    (
-        Pointer("x", dims=("N", "C", "H", "W")),
-        Pointer("w", dims=("K", "C", "R", "S")),
-        Pointer("y", output=True, dims=("N", "K", "P", "Q")),
-    ),
-    (
-        ("P", "(H + 2 * PH - DH * (R - 1) - 1) // SH + 1"),
-        ("Q", "(W + 2 * PW - DW * (S - 1) - 1) // SW + 1"),
-    ),
-    nonnegative=("PH", "PW"),
-    defaults=(("SH", 1), ("SW", 1), ("PH", 0), ("PW", 0), ("DH", 1), ("DW", 1)),
-)
-_NHWC_ENTRY = EntryAbi(
-    CONV_ENTRY.sizes,
-    (
-        Pointer("x", dims=("N", "H", "W", "C")),
-        Pointer("w", dims=("K", "R", "S", "C")),
-        Pointer("y", output=True, dims=("N", "P", "Q", "K")),
-    ),
-    CONV_ENTRY.derived,
-    CONV_ENTRY.nonnegative,
-    CONV_ENTRY.defaults,
-)
 
 
 class ConvProblem(ConvForm, ShapedOperator):
     """A convolution's workloads (:class:`~ktune.search_space.operators.forms.ConvForm`) and
     data; ``layouts`` says which of NCHW and NHWC the kernel takes."""
-
-    entry = CONV_ENTRY
-
-    def entry_for(self, layout: str) -> EntryAbi:
-        return _NHWC_ENTRY if layout.startswith("NHWC") else CONV_ENTRY
-
-    def entry_sizes(self, workload: Workload) -> tuple[int, ...]:
-        """The 13 numbers, the padding from the layout."""
-        cs, _ = self.conv_shape(workload)
-        return cs.sizes
-
-    def conv_shape(self, workload: Workload) -> tuple[ConvShape, bool]:
-        self.check(workload)
-        base, _, pad = workload.layout.partition("_pad")
-        if base not in self.layouts or len(workload.shape) != 11:
-            raise OperatorError(f"{workload.key} is not a canonical {self.name} workload")
-        ph, pw = (int(v) for v in pad.split("x")) if pad else (0, 0)
-        s = workload.shape
-        return ConvShape(s[:9] + (ph, pw) + s[9:]), base == "NHWC"
 
     def tensor_shapes(
         self, workload: Workload

@@ -2,10 +2,13 @@
 
 A :class:`WorkloadForm` knows an operator's name, the dimensions of its shapes, its dtypes and
 layouts, and the canonical form of a shape (a convolution takes 7, 9, 11 or 13 numbers and keys
-11, with its padding in the layout). Every operator class inherits its form, so what a form
-builds is what the operator builds; :func:`form` gives one by name without importing the
-operator, so that a build-time lookup (``ktune best --operator ...``) can build the workload
-``ktune tune`` stored without loading numpy.
+11, with its padding in the layout). It also knows the operator's C entry point (its sizes,
+derived sizes and pointers: :class:`~ktune.search_space.operators.entry.EntryAbi`) and its
+``requirements``, the expressions a config must meet to compute a correct result at a shape.
+Every operator class inherits its form, so what a form builds is what the operator builds;
+:func:`form` gives one by name without importing the operator, so that a build-time lookup can
+build the workload ``ktune tune`` stored, and judge whether a config tuned at another shape is
+valid at the asked one, without loading numpy.
 """
 
 from __future__ import annotations
@@ -14,16 +17,20 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from ktune.search_space.excerpt import excerpt
+from ktune.search_space.operators.entry import EntryAbi, Pointer
 from ktune.search_space.workload import Workload, WorkloadError, parse_shape
 
 __all__ = [
+    "CONV_ENTRY",
     "CONV_SIZES",
+    "GEMM_ENTRY",
     "CPU_DTYPES",
     "FORMS",
     "ConvForm",
     "ConvShape",
     "GemmForm",
     "OperatorError",
+    "ROWS_ALIGNED",
     "WorkloadForm",
     "form",
     "shape_of",
@@ -54,6 +61,11 @@ class WorkloadForm:
     layouts: ClassVar[tuple[str, ...]] = ("",)
     #: dimension names, in shape order (for messages and ``--shape`` help)
     dims: ClassVar[tuple[str, ...]] = ()
+    #: the C entry point of a shipped kernel: its size arguments, derived sizes and pointers
+    entry: ClassVar[EntryAbi]
+    #: expressions over knobs, sizes and derived sizes that a config must satisfy to compute a
+    #: correct result at a shape (alignment, not speed); every space includes them
+    requirements: ClassVar[tuple[str, ...]] = ()
 
     @property
     def shape_form(self) -> str:
@@ -97,11 +109,44 @@ class WorkloadForm:
         if workload.operator != self.name:
             raise OperatorError(f"workload {workload.key} is not a {self.name} workload")
 
+    def entry_for(self, layout: str) -> EntryAbi:
+        """The entry point of the kernels of ``layout`` (its arrays' shapes may differ)."""
+        return self.entry
+
+    def entry_sizes(self, workload: Workload) -> tuple[int, ...]:
+        """The values of the entry point's sizes for ``workload``, in order (its shape)."""
+        self.check(workload)
+        return tuple(workload.shape)
+
+    def sizes(self, workload: Workload) -> dict[str, int]:
+        """Entry sizes and derived sizes of ``workload`` by name (empty without an entry)."""
+        from ktune.search_space.operators.expressions import int_expr  # it imports this module
+
+        entry = getattr(self, "entry", None)
+        if entry is None:
+            return {}
+        env: dict[str, int] = dict(zip(entry.sizes, self.entry_sizes(workload)))
+        for name, expression in entry.derived:
+            env[name] = int_expr(expression).value(env)
+        return env
+
+
+#: the entry point of C = A @ B (row-major), GPU and CPU alike
+GEMM_ENTRY = EntryAbi(
+    ("M", "N", "K"),
+    (
+        Pointer("A", dims=("M", "K")),
+        Pointer("B", dims=("K", "N")),
+        Pointer("C", output=True, dims=("M", "N")),
+    ),
+)
+
 
 class GemmForm(WorkloadForm):
     """C = A @ B with A of MxK and B of KxN."""
 
     dims = ("M", "N", "K")
+    entry = GEMM_ENTRY
 
 
 #: a convolution's 13 numbers, in shape order
@@ -143,12 +188,60 @@ class ConvShape:
         return (pixels, self.k, reduce) if nhwc else (self.k, pixels, reduce)
 
 
+#: a convolution's entry point (NCHW, weights KCRS); NHWC's arrays are permuted
+CONV_ENTRY = EntryAbi(
+    CONV_SIZES,
+    (
+        Pointer("x", dims=("N", "C", "H", "W")),
+        Pointer("w", dims=("K", "C", "R", "S")),
+        Pointer("y", output=True, dims=("N", "K", "P", "Q")),
+    ),
+    (
+        ("P", "(H + 2 * PH - DH * (R - 1) - 1) // SH + 1"),
+        ("Q", "(W + 2 * PW - DW * (S - 1) - 1) // SW + 1"),
+    ),
+    nonnegative=("PH", "PW"),
+    defaults=(("SH", 1), ("SW", 1), ("PH", 0), ("PW", 0), ("DH", 1), ("DW", 1)),
+)
+
+_NHWC_ENTRY = EntryAbi(
+    CONV_ENTRY.sizes,
+    (
+        Pointer("x", dims=("N", "H", "W", "C")),
+        Pointer("w", dims=("K", "R", "S", "C")),
+        Pointer("y", output=True, dims=("N", "P", "Q", "K")),
+    ),
+    CONV_ENTRY.derived,
+    CONV_ENTRY.nonnegative,
+    CONV_ENTRY.defaults,
+)
+
+
 class ConvForm(WorkloadForm):
     """A 2-D convolution's workloads: the canonical shape is 11 numbers (N..S, stride,
     dilation) with the padding in the layout (``NCHW_pad1x1``)."""
 
     layouts: ClassVar[tuple[str, ...]] = ("NCHW", "NHWC")
     dims: ClassVar[tuple[str, ...]] = ("N", "C", "H", "W", "K", "R", "S", "SH", "SW", "DH", "DW")
+    entry = CONV_ENTRY
+
+    def entry_for(self, layout: str) -> EntryAbi:
+        return _NHWC_ENTRY if layout.startswith("NHWC") else CONV_ENTRY
+
+    def entry_sizes(self, workload: Workload) -> tuple[int, ...]:
+        """The 13 numbers, the padding from the layout."""
+        cs, _ = self.conv_shape(workload)
+        return cs.sizes
+
+    def conv_shape(self, workload: Workload) -> tuple[ConvShape, bool]:
+        """The workload's 13 numbers, and whether its layout is NHWC."""
+        self.check(workload)
+        base, _, pad = workload.layout.partition("_pad")
+        if base not in self.layouts or len(workload.shape) != 11:
+            raise OperatorError(f"{workload.key} is not a canonical {self.name} workload")
+        ph, pw = (int(v) for v in pad.split("x")) if pad else (0, 0)
+        s = workload.shape
+        return ConvShape(s[:9] + (ph, pw) + s[9:]), base == "NHWC"
 
     @property
     def shape_form(self) -> str:
@@ -205,8 +298,13 @@ class ConvForm(WorkloadForm):
 # --- the forms of ktune's registered operators (each operator class inherits its own)
 
 
+#: vector loads and stores of a row need the row's length to be a multiple of their width
+ROWS_ALIGNED = "COLS % vector_width == 0"
+
+
 class MatmulForm(GemmForm):
     name = "matmul"
+    requirements = ("K % vector_width == 0 and N % vector_width == 0",)
 
 
 class Conv2dForm(ConvForm):
@@ -217,16 +315,34 @@ class ReductionForm(WorkloadForm):
     name = "reduction"
     layouts = ("sum", "max")
     dims = ("ROWS", "COLS")
+    entry = EntryAbi(
+        ("ROWS", "COLS"),
+        (
+            Pointer("x", dims=("ROWS", "COLS")),
+            Pointer("out", output=True, dims=("ROWS",), dtype="float32"),
+        ),
+    )
+    requirements = (ROWS_ALIGNED,)
 
 
 class SoftmaxForm(WorkloadForm):
     name = "softmax"
     dims = ("ROWS", "COLS")
+    entry = EntryAbi(
+        ("ROWS", "COLS"),
+        (Pointer("x", dims=("ROWS", "COLS")), Pointer("y", output=True, dims=("ROWS", "COLS"))),
+    )
+    requirements = (ROWS_ALIGNED,)
 
 
 class TransposeForm(WorkloadForm):
     name = "transpose"
     dims = ("ROWS", "COLS")
+    entry = EntryAbi(
+        ("ROWS", "COLS"),
+        (Pointer("x", dims=("ROWS", "COLS")), Pointer("y", output=True, dims=("COLS", "ROWS"))),
+    )
+    requirements = ("COLS % vector_width == 0 and ROWS % vector_width == 0",)
 
 
 class CpuMatmulForm(GemmForm):

@@ -23,7 +23,6 @@ from ktune.search_space.operators.base import (
     ceil_div,
     template,
 )
-from ktune.search_space.operators.entry import EntryAbi, Pointer
 from ktune.search_space.operators.forms import MatmulForm
 from ktune.search_space.operators.gemm import GemmProblem
 from ktune.search_space.parameters import Config, Parameter
@@ -40,7 +39,7 @@ INT_LIMIT = 2**31 - 2**20
 INT_SIZES = tuple(f"1 <= {d} <= {INT_LIMIT}" for d in ("M", "N", "K"))
 
 #: the requirement of vector loads along K and N (fp32 and fp16 alike)
-_ALIGNED = "K % vector_width == 0 and N % vector_width == 0"
+_ALIGNED = MatmulForm.requirements[0]
 
 _SIMT_PARAMS = [
     Parameter.of("block_size_x", [8, 16, 32]),
@@ -98,15 +97,6 @@ _MMA_CONSTRAINTS = [
 
 class Matmul(MatmulForm, GemmProblem, Operator):
     summary = "C = A @ B, row-major; fp32 SIMT (split-K) or fp16 tensor cores (mma.sync)"
-    entry = EntryAbi(
-        ("M", "N", "K"),
-        (
-            Pointer("A", dims=("M", "K")),
-            Pointer("B", dims=("K", "N")),
-            Pointer("C", output=True, dims=("M", "N")),
-        ),
-    )
-    requirements = (_ALIGNED,)
     admits = INT_SIZES
 
     def default_config(self, workload: Workload) -> Config:

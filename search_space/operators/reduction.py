@@ -24,8 +24,7 @@ from ktune.search_space.operators.base import (
     param_range,
     template,
 )
-from ktune.search_space.operators.entry import EntryAbi, Pointer
-from ktune.search_space.operators.forms import ReductionForm
+from ktune.search_space.operators.forms import ROWS_ALIGNED, ReductionForm
 from ktune.search_space.operators.matmul import INT_LIMIT
 from ktune.search_space.parameters import Config, Parameter
 from ktune.search_space.space import SearchSpace
@@ -42,12 +41,11 @@ _PARAMS = [
     Parameter.of("blocks_per_row", param_range(1, 64)),
 ]
 
-_ALIGNED = "COLS % vector_width == 0"
 
 _CONSTRAINTS = [
     "32 <= block_size_x * block_size_y <= max_threads",
     "vector_width * elem_bytes <= 16",
-    _ALIGNED,
+    ROWS_ALIGNED,
     "block_size_x * vector_width <= max(COLS, 32)",
     (
         "blocks_per_row == 1"
@@ -58,14 +56,6 @@ _CONSTRAINTS = [
 
 class Reduction(ReductionForm, Operator):
     summary = "sum or max over the last axis (layout names it); shuffles or a shared-memory tree"
-    entry = EntryAbi(
-        ("ROWS", "COLS"),
-        (
-            Pointer("x", dims=("ROWS", "COLS")),
-            Pointer("out", output=True, dims=("ROWS",), dtype="float32"),
-        ),
-    )
-    requirements = (_ALIGNED,)
     admits = (f"1 <= ROWS <= {INT_LIMIT}", f"1 <= COLS <= {INT_LIMIT}")
 
     def default_config(self, workload: Workload) -> Config:

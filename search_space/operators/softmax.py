@@ -21,8 +21,7 @@ from ktune.search_space.operators.base import (
     param_range,
     template,
 )
-from ktune.search_space.operators.entry import EntryAbi, Pointer
-from ktune.search_space.operators.forms import SoftmaxForm
+from ktune.search_space.operators.forms import ROWS_ALIGNED, SoftmaxForm
 from ktune.search_space.operators.matmul import INT_LIMIT
 from ktune.search_space.parameters import Config, Parameter
 from ktune.search_space.space import SearchSpace
@@ -38,12 +37,11 @@ _PARAMS = [
     Parameter.of("cache_items", [0, 1, 2, 4, 8, 16]),
 ]
 
-_ALIGNED = "COLS % vector_width == 0"
 
 _CONSTRAINTS = [
     "32 <= block_size_x * block_size_y <= max_threads",
     "vector_width * elem_bytes <= 16",
-    _ALIGNED,
+    ROWS_ALIGNED,
     "block_size_x * vector_width <= max(COLS, 32)",
     # cache the row only where it fits, in the fewest items that hold it
     (
@@ -55,11 +53,6 @@ _CONSTRAINTS = [
 
 class Softmax(SoftmaxForm, Operator):
     summary = "row-wise softmax; online or two-pass, row cached in registers or not"
-    entry = EntryAbi(
-        ("ROWS", "COLS"),
-        (Pointer("x", dims=("ROWS", "COLS")), Pointer("y", output=True, dims=("ROWS", "COLS"))),
-    )
-    requirements = (_ALIGNED,)
     admits = (f"1 <= ROWS <= {INT_LIMIT}", f"1 <= COLS <= {INT_LIMIT}")
 
     def default_config(self, workload: Workload) -> Config:

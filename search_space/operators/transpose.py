@@ -22,7 +22,6 @@ from ktune.search_space.operators.base import (
     param_range,
     template,
 )
-from ktune.search_space.operators.entry import EntryAbi, Pointer
 from ktune.search_space.operators.forms import TransposeForm
 from ktune.search_space.operators.matmul import INT_LIMIT
 from ktune.search_space.parameters import Config, Parameter
@@ -44,18 +43,13 @@ _CONSTRAINTS = [
     "block_size_y <= tile_size_x",
     "32 <= block_size_x * block_size_y <= max_threads",
     "vector_width * elem_bytes <= 16",
-    "COLS % vector_width == 0 and ROWS % vector_width == 0",
+    *TransposeForm.requirements,
     "tile_size_x * (tile_size_x + padding) * elem_bytes <= max_static_smem",
 ]
 
 
 class Transpose(TransposeForm, Operator):
     summary = "2-D transpose through padded shared-memory tiles, vector loads and stores"
-    entry = EntryAbi(
-        ("ROWS", "COLS"),
-        (Pointer("x", dims=("ROWS", "COLS")), Pointer("y", output=True, dims=("COLS", "ROWS"))),
-    )
-    requirements = ("COLS % vector_width == 0 and ROWS % vector_width == 0",)
     admits = (f"1 <= ROWS <= {INT_LIMIT}", f"1 <= COLS <= {INT_LIMIT}")
 
     def default_config(self, workload: Workload) -> Config:

@@ -151,6 +151,53 @@ def test_a_lookup_on_ktunes_own_operators_builds_the_workload_without_the_kernel
     assert json.loads("\n".join(answer))["workload"] == workload.key
 
 
+@pytest.fixture
+def matmul_log(tmp_path: Path) -> str:
+    """One tuned fp32 matmul shape whose config uses vector width 4 (K and N must be
+    multiples of 4 wherever it serves)."""
+    url = f"sqlite:///{tmp_path / 'matmul.db'}"
+    with TuningLog.open(url) as tlog:
+        d = tlog.get_or_create_device(A4000)
+        w = tlog.get_or_create_workload(
+            "matmul/1024x1024x1024/float32", "matmul", (1024,) * 3, "float32", ""
+        )
+        config = {"block_size_x": 16, "block_size_y": 16, "vector_width": 4}
+        tlog.add_trials(None, w.id, d.id, "import", [TrialIn(config, "1", "ok", time_ms=1.0)])
+    return url
+
+
+@pytest.mark.parametrize("fmt", ["json", "header"])
+def test_a_nearest_shape_answer_is_checked_without_loading_the_kernels(
+    matmul_log: str, fmt: str
+) -> None:
+    """A config tuned at another shape is judged at the asked one by the operator's
+    requirements, which its workload form carries: no numpy (which the kernels need)."""
+    ask = ["best", "-d", A4000, "-f", fmt, "--db", matmul_log, "-w"]
+    code = (
+        "import sys\n"
+        "from ktune.cli.app import main\n"
+        f"assert main({[*ask, 'matmul/1000x1024x1024/float32']!r}) == 0\n"
+        f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    *out, loaded = done.stdout.splitlines()
+    assert loaded == "[]", done.stderr
+    if fmt == "json":
+        assert json.loads("\n".join(out))["validity"] == "checked"
+    else:
+        assert "ktune_matmul_float32_valid" in "\n".join(out)
+
+
+def test_a_nearest_shape_config_that_would_compute_wrong_is_refused(
+    matmul_log: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """N = 1026 is no multiple of the tuned config's vector width 4."""
+    ask = ["-w", "matmul/1024x1026x1024/float32", "-d", A4000, "--db", matmul_log]
+    code, _, err = run(capsys, "best", *ask, "-f", "json")
+    assert code == 1
+    assert "breaks K % vector_width == 0 and N % vector_width == 0 at [1024, 1026, 1024]" in err
+
+
 def test_jobs_for_scripts(log: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "jobs", "--format", "json", "--db", log)
     rows = json.loads(out)

@@ -81,4 +81,12 @@ def test_each_operator_inherits_the_workload_form_a_lookup_builds_with() -> None
         light = form(name)
         assert isinstance(op, FORMS[name]) and light is not None
         assert (light.dtypes, light.layouts, light.dims) == (op.dtypes, op.layouts, op.dims)
+        # what a lookup judges a config by (no numpy): the same rules the kernels obey
+        assert (light.entry, light.requirements) == (op.entry, op.requirements)
+        for layout in op.layouts:
+            assert light.entry_for(layout) == op.entry_for(layout)
     assert form("convolution_kernel") is None
+    conv = operators.get("conv2d").workload("2x3x9x9x4x3x3", layout="NHWC_pad1x1")
+    assert form("conv2d").sizes(conv) == operators.get("conv2d").sizes(conv)  # type: ignore[union-attr]
+    assert form("conv2d").sizes(conv)["P"] == 9  # type: ignore[union-attr]
+    assert form("matmul").requirements == ("K % vector_width == 0 and N % vector_width == 0",)  # type: ignore[union-attr]

@@ -372,17 +372,17 @@ def _validity_code(
     operator has no requirements, or where they cannot be written over the shape."""
     if kernel_hash(operator) is None:
         return [], "validity at other shapes unchecked: the log knows no rule of this operator"
-    from ktune.search_space.operators.base import OperatorError
     from ktune.search_space.operators.expressions import C_HELPERS, int_expr
+    from ktune.search_space.operators.forms import OperatorError, form
     from ktune.search_space.workload import Workload
 
-    op = _operator(operator)
-    requirements = tuple(getattr(op, "requirements", ()))
-    if not requirements:
+    own = form(operator)  # its form: the entry point and requirements, without numpy
+    if own is None or not own.requirements:
         return [], "every config is valid at every shape"
-    entry = op.entry
+    requirements = own.requirements
+    entry = own.entry
     if len(entry.sizes) != rank or any(
-        tuple(op.entry_sizes(Workload.from_key(t.workload_key))) != tuple(t.shape) for t in tuned
+        tuple(own.entry_sizes(Workload.from_key(t.workload_key))) != tuple(t.shape) for t in tuned
     ):
         return [], "validity at other shapes unchecked: sizes unlike the shape"
     names = [*entry.sizes, *(d for d, _ in entry.derived)]
@@ -420,14 +420,6 @@ def _validity_code(
         "",
     ]
     return code, "a config is served only where its requirements hold"
-
-
-def _operator(name: str) -> Any:
-    from ktune.search_space.operators import REGISTRY, cpu, get
-
-    if name in cpu.REGISTRY:
-        return cpu.get(name)
-    return get(name) if name in REGISTRY else None
 
 
 def _fields(tuned: Sequence[BestRecord]) -> dict[str, str]:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any
 
 from ktune.db.fingerprints import kernel_of, toolchain_changes
 from ktune.db.lookup import Admit
@@ -57,15 +56,6 @@ def default_max_distance() -> float:
     return value
 
 
-def _operator(name: str) -> Any:
-    """ktune's GPU or CPU operator ``name`` (loaded: its kernels need numpy), else None."""
-    from ktune.search_space.operators import REGISTRY, cpu, get
-
-    if name in cpu.REGISTRY:
-        return cpu.get(name)
-    return get(name) if name in REGISTRY else None
-
-
 def validity(record: BestRecord, query: LookupQuery) -> str:
     """``measured``, ``checked`` or ``unchecked`` (see the module's docstring)."""
     return _judge(record, query)[0]
@@ -83,15 +73,16 @@ def _judge(record: BestRecord, query: LookupQuery) -> tuple[str, str | None]:
         return "measured", None
     if kernel_hash(query.operator) is None:
         return "unchecked", None
-    op = _operator(query.operator)
-    requirements = tuple(getattr(op, "requirements", ()))
-    if not requirements:
+    from ktune.search_space.operators.forms import OperatorError, form
+
+    own = form(query.operator)  # its form: the requirements and sizes, without numpy
+    if own is None or not own.requirements:
         return "checked", None
-    from ktune.search_space.operators.base import OperatorError
+    requirements = own.requirements
     from ktune.search_space.operators.expressions import int_expr
     from ktune.search_space.workload import Workload
 
-    env = {**op.sizes(Workload.from_key(query.workload_key)), **record.config}
+    env = {**own.sizes(Workload.from_key(query.workload_key)), **record.config}
     try:
         broken = [r for r in requirements if not int_expr(r).value(env)]
     except (OperatorError, ValueError, TypeError, ZeroDivisionError):

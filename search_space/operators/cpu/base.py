@@ -24,7 +24,6 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ktune.search_space.operators.base import Arguments, ShapedOperator, define_lines
-from ktune.search_space.operators.entry import EntryAbi
 from ktune.search_space.operators.forms import CPU_DTYPES
 from ktune.search_space.parameters import Config, Value
 from ktune.search_space.space import SearchSpace
@@ -96,10 +95,6 @@ class CpuOperator(ShapedOperator, ABC):
     """One kind of CPU kernel. Subclasses are stateless; each method takes the workload."""
 
     dtypes = CPU_DTYPES
-    #: the C entry point: its size arguments and data pointers
-    entry: ClassVar[EntryAbi]
-    #: what a config needs to compute a shape correctly (none: every config computes every shape)
-    requirements: ClassVar[tuple[str, ...]] = ()
     #: whether the entry point returns an ``int`` status (0: it ran); else its return is ignored
     returns_status: ClassVar[bool] = True
 

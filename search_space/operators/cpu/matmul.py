@@ -15,7 +15,6 @@ from ktune.search_space.operators.cpu.base import (
     CSource,
     c_template,
 )
-from ktune.search_space.operators.entry import EntryAbi, Pointer
 from ktune.search_space.operators.forms import CpuMatmulForm
 from ktune.search_space.operators.gemm import GemmProblem
 from ktune.search_space.parameters import Config, Parameter
@@ -48,14 +47,6 @@ _KNOBS = ("tile_i", "tile_j", "tile_k", "micro_i", "micro_j", "unroll_k", "pack_
 class CpuMatmul(CpuMatmulForm, GemmProblem, CpuOperator):
     summary = (
         "matrix multiply in C: cache tiles, a register block of C, B panel packing, OpenMP threads"
-    )
-    entry = EntryAbi(
-        ("M", "N", "K"),
-        (
-            Pointer("A", dims=("M", "K")),
-            Pointer("B", dims=("K", "N")),
-            Pointer("C", output=True, dims=("M", "N")),
-        ),
     )
 
     def space(self, workload: Workload, limits: CpuLimits) -> SearchSpace:
