@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -75,3 +76,11 @@ def wait_until(
 
 def finished(job: dict[str, Any]) -> bool:
     return job["state"] in ("done", "failed", "cancelled")
+
+
+def recordings_warmed(timeout: float = 60.0) -> None:
+    """Wait for the servers' start-up read of the bundled recordings (a thread of each app),
+    so that a test that counts or breaks recording reads sees only its own."""
+    for thread in threading.enumerate():
+        if thread.name == "ktune-warm-recordings":
+            thread.join(timeout)

@@ -4,7 +4,6 @@ options, and a replayed API job reads its recording once, from submission to its
 from __future__ import annotations
 
 import shutil
-import threading
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,7 @@ from ktune.db import TuningLog
 from ktune.search_space.formats import kernel_tuner
 from ktune.server import recordings
 from ktune.testing.recordings import CONV
-from tests.server.client import AUTH, finished, submit, wait_until
+from tests.server.client import AUTH, finished, recordings_warmed, submit, wait_until
 
 
 def _stored(db_url: str) -> list[tuple[str, dict]]:
@@ -65,9 +64,7 @@ def test_a_cpu_request_stores_the_same_options_from_the_cli_and_the_api(
 def test_a_replayed_api_job_reads_its_recording_once(
     client: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for thread in threading.enumerate():  # the server's start-up read of the bundled files
-        if thread.name == "ktune-warm-recordings":
-            thread.join(timeout=60)  # done before the count starts, or it counts its reads
+    recordings_warmed()  # the server's start-up read, done before the count starts
     monkeypatch.setattr(recordings, "_cache", {})  # as in a server just started
     reads: list[Path] = []
     monkeypatch.setattr(kernel_tuner, "_load", _counting(kernel_tuner._load, reads))  # every parse
