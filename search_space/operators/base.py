@@ -396,8 +396,8 @@ class Operator(ShapedOperator, ABC):
 
     # --- run-time sizes and shipping (ktune's own operators; a custom kernel has none)
 
-    #: (the C entry point, ``entry``, and the ``requirements`` a config must meet at a shape
-    #: come with the operator's form: :mod:`~ktune.search_space.operators.forms`)
+    # (the C entry point, ``entry``, and the ``requirements`` a config must meet at a shape
+    # come with the operator's form: :mod:`~ktune.search_space.operators.forms`)
     #: expressions over sizes that the kernels' 32-bit index arithmetic needs (the shapes the
     #: operator admits at all); a shipped launcher refuses other sizes
     admits: ClassVar[tuple[str, ...]] = ()

@@ -41,7 +41,6 @@ _PARAMS = [
     Parameter.of("blocks_per_row", param_range(1, 64)),
 ]
 
-
 _CONSTRAINTS = [
     "32 <= block_size_x * block_size_y <= max_threads",
     "vector_width * elem_bytes <= 16",

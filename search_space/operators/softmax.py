@@ -37,7 +37,6 @@ _PARAMS = [
     Parameter.of("cache_items", [0, 1, 2, 4, 8, 16]),
 ]
 
-
 _CONSTRAINTS = [
     "32 <= block_size_x * block_size_y <= max_threads",
     "vector_width * elem_bytes <= 16",
