@@ -206,6 +206,7 @@ def main_startup(sizes: list[int], out_dir: Path) -> int:
         profile = cProfile.Profile()
         startup(fresh(), profile)
         parts = _top(pstats.Stats(profile))
+        path.with_name(path.stem + ".run.db").unlink(missing_ok=True)
         print(f"| {trials:,} | {cpu:.2f} | {cpu - base:+.2f} | {reused} | {parts} |")
     return 0
 
