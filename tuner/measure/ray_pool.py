@@ -22,10 +22,14 @@ its own actors.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+import queue
 import threading
 import time
 import warnings
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -120,6 +124,38 @@ def _ray() -> Any:
 
 
 _CONNECT_LOCK = threading.Lock()
+#: calls to run on the thread that starts this machine's Ray (see :func:`_on_lasting_thread`)
+_LASTING_CALLS: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]]] = queue.SimpleQueue()
+_LASTING_THREAD: threading.Thread | None = None
+
+
+def _serve_lasting_calls() -> None:
+    while True:
+        fn, done = _LASTING_CALLS.get()
+        try:
+            done.set_result(fn())
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller, who re-raises it
+            done.set_exception(exc)
+
+
+def _on_lasting_thread(fn: Callable[[], Any]) -> Any:
+    """``fn()``, run on a thread that lasts as long as the process.
+
+    Ray starts this machine's Ray (GCS, raylet, ...) with ``PR_SET_PDEATHSIG``, which the
+    kernel fires when the *thread* that started a process ends. Started from a runner slot's
+    thread, the local Ray was killed as that job's thread ended, and the next call into it hung
+    for a minute and then ended the whole process. Called with ``_CONNECT_LOCK`` held."""
+    global _LASTING_THREAD
+    if threading.current_thread() is threading.main_thread():
+        return fn()
+    if _LASTING_THREAD is None:
+        _LASTING_THREAD = threading.Thread(
+            target=_serve_lasting_calls, name="ktune-ray-local", daemon=True
+        )
+        _LASTING_THREAD.start()
+    done: Future[Any] = Future()
+    _LASTING_CALLS.put((fn, done))
+    return done.result()
 
 
 def connect(address: str) -> Any:
@@ -129,19 +165,27 @@ def connect(address: str) -> Any:
     with _CONNECT_LOCK:
         if not ray.is_initialized():
             try:
-                with warnings.catch_warnings():  # Ray's client warns, then raises what it warned of
-                    warnings.simplefilter("ignore")
-                    ray.init(
-                        address=None if address == "local" else address,
-                        include_dashboard=False,
-                        log_to_driver=False,
-                        configure_logging=False,
-                    )
+                init = functools.partial(_init, ray, address)
+                if address == "local":  # this machine's Ray, started here
+                    _on_lasting_thread(init)
+                else:
+                    init()
             except Exception as exc:  # noqa: BLE001 - ConnectionError, RuntimeError, ... from ray
                 raise PoolError(
                     f"cannot join the Ray cluster at {address}: {type(exc).__name__}: {exc}"
                 ) from None
     return ray
+
+
+def _init(ray: Any, address: str) -> None:
+    with warnings.catch_warnings():  # Ray's client warns, then raises what it warned of
+        warnings.simplefilter("ignore")
+        ray.init(
+            address=None if address == "local" else address,
+            include_dashboard=False,
+            log_to_driver=False,
+            configure_logging=False,
+        )
 
 
 def cluster_gpus(ray: Any) -> str:
