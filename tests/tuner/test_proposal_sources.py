@@ -251,7 +251,6 @@ def test_a_misleading_log_does_not_trap_auto(space: SearchSpace) -> None:
     class WithoutExplorer(AutoSearch):
         explorer_share = 0.0
         escape = False  # the escape from a stalled walk (tests/tuner/test_escape.py) frees it too
-        gp_share = 0.0  # and so do the GP's expected-improvement picks
 
     class EscapeOnly(AutoSearch):
         explorer_share = 0.0

@@ -29,10 +29,8 @@ from typing import ClassVar
 import numpy as np
 
 from ktune.cost_model.failures import FailureModel
-from ktune.cost_model.gp import MIN_POINTS, unit_positions
 from ktune.search_space.space import SearchSpace
 from ktune.tuner.proposals.coordinate import coordinate_moves
-from ktune.tuner.proposals.gp_ei import ei_picks
 from ktune.tuner.proposals.restart import restart_point
 from ktune.tuner.proposals.rl_agent import KnobMoveAgent
 from ktune.tuner.strategies.base import Observation, SearchContext
@@ -77,12 +75,6 @@ class AutoSearch(ModelGuided):
     #: incumbents: few enough that the model's bias, which stalled the walk, does not decide
     #: alone where it starts again
     restart_pool: ClassVar[int] = 64
-    #: the share of the non-local proposals (at least one per plan) that a Gaussian process
-    #: over knob positions picks by expected improvement; while stalled they take the place of
-    #: as many uniform draws (0: none)
-    gp_share: ClassVar[float] = 0.5
-    #: larger spaces: the GP ranks a uniform sample of this many configs
-    gp_pool: ClassVar[int] = 60_000
 
     def __init__(
         self, space: SearchSpace, *, seed: int | None = None, context: SearchContext | None = None
@@ -101,7 +93,6 @@ class AutoSearch(ModelGuided):
         self.failures = FailureModel(seed=seed or 0)
         self._fail_table: np.ndarray | None = None  # P(fail) of every config (small spaces)
         self._failures_stale = False
-        self._unit_table: np.ndarray | None = None  # unit positions of every config (small)
 
     def _explorers_turn(self) -> bool:
         """Whether proposal number ``_proposed`` is the explorer's: one in ``explorer_share``
@@ -229,49 +220,20 @@ class AutoSearch(ModelGuided):
         return np.array([] if best is None else [best[1]], dtype=np.int64)
 
     def _wide_picks(self, n: int, taken: set[int]) -> list[int]:
-        """``gp_share`` of the plan by the Gaussian process's expected improvement and, while
-        stalled, what is left of ``stalled_random_share`` drawn uniformly among configs not
-        predicted to fail; before the model ranks better than chance, space-filling picks
-        instead of any ranking."""
+        """While stalled, a share of the plan drawn uniformly among configs not predicted to
+        fail; before the model ranks better than chance, space-filling picks instead of its
+        ranking."""
         if self.escape and not self.trust.trusted:
             return self._space_filling(n, taken)
-        picks = self._gp_picks(max(1, round(self.gp_share * n)) if self.gp_share > 0 else 0, taken)
         if not self.stalled():
-            return picks
-        k = max(1, round(self.stalled_random_share * n)) - len(picks)
-        if k <= 0:
-            return picks
-        pool = self.space.sample(4 * k, self.rng, exclude=np.fromiter(taken | set(picks), np.int64))
+            return []
+        k = max(1, round(self.stalled_random_share * n))
+        pool = self.space.sample(4 * k, self.rng, exclude=np.fromiter(taken, np.int64))
+        if len(pool) == 0:
+            return []
         runs = self.fail_probability(pool) <= 0.5
         pool = np.concatenate([pool[runs], pool[~runs]])
-        return picks + [int(i) for i in pool[:k]]
-
-    def _gp_picks(self, k: int, taken: set[int]) -> list[int]:
-        """Up to ``k`` unmeasured configs not predicted to fail, by the expected improvement of
-        a GP on this job's measurements (``ktune.tuner.proposals.gp_ei``), over the whole space
-        or a uniform sample of ``gp_pool`` of it."""
-        if k <= 0:
-            return []
-        measured = [(i, o.time_ms) for i, o in self._obs.items() if o.ok and o.time_ms]
-        if len(measured) < MIN_POINTS:
-            return []
-        exclude = np.fromiter(taken, np.int64, len(taken))
-        if len(self.space) > self.gp_pool:
-            pool = self.space.sample(self.gp_pool, self.rng, exclude=exclude)
-        else:
-            pool = np.arange(len(self.space), dtype=np.int64)
-            pool = pool[~np.isin(pool, exclude)]
-        if len(pool):
-            pool = pool[self.fail_probability(pool) <= 0.5]
-        return ei_picks(self._unit_positions, measured, pool, k)
-
-    def _unit_positions(self, indices: np.ndarray) -> np.ndarray:
-        if len(self.space) > self.gp_pool:
-            return unit_positions(self.space, indices)
-        if self._unit_table is None:
-            self._unit_table = unit_positions(self.space)
-        rows: np.ndarray = self._unit_table[indices]
-        return rows
+        return [int(i) for i in pool[:k]]
 
     def _make_plan(self, n: int) -> list[int]:
         plan = super()._make_plan(n)
