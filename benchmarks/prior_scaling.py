@@ -182,6 +182,13 @@ def _top(stats: pstats.Stats, n: int = 4) -> str:
     return ", ".join(f"{label} {t:.2f}" for t, label in rows[:n])
 
 
+def _fresh_copy(built: Path, run: Path) -> str:
+    """The URL of ``run``, a fresh copy of the built log: a job writes its trials, which the
+    next job could reuse, so each start-up gets the log as built."""
+    shutil.copyfile(built, run)
+    return f"sqlite:///{run}"
+
+
 def main_startup(sizes: list[int], out_dir: Path) -> int:
     print(
         "| trials in log | start-up CPU s | minus the empty log's | reused "
@@ -192,21 +199,14 @@ def main_startup(sizes: list[int], out_dir: Path) -> int:
     for n in sorted(sizes):
         path = out_dir / f"startup_{n}.db"
         trials = build_startup(path, load_cache(RECORDING), n)
-
-        def fresh(built: Path = path) -> str:
-            """A copy of the built log: a job writes its trials, which the next job could
-            reuse, so each start-up gets the log as built."""
-            run = built.with_name(built.stem + ".run.db")
-            shutil.copyfile(built, run)
-            return f"sqlite:///{run}"
-
-        startup(fresh())  # untimed: imports and first calls (a prior's model fit too)
-        cpu, reused = startup(fresh())
+        run = path.with_name(path.stem + ".run.db")
+        startup(_fresh_copy(path, run))  # untimed: imports and first calls (a prior's fit too)
+        cpu, reused = startup(_fresh_copy(path, run))
         base = cpu if base is None else base
         profile = cProfile.Profile()
-        startup(fresh(), profile)
+        startup(_fresh_copy(path, run), profile)
         parts = _top(pstats.Stats(profile))
-        path.with_name(path.stem + ".run.db").unlink(missing_ok=True)
+        run.unlink(missing_ok=True)
         print(f"| {trials:,} | {cpu:.2f} | {cpu - base:+.2f} | {reused} | {parts} |")
     return 0
 
