@@ -4,10 +4,16 @@ Columns, in order (:attr:`FeatureExtractor.names` lists them):
 
 - ``knob:*`` - every parameter's numeric encoding (numbers as is, bools 0/1, strings by
   position), and ``log2:*`` for every parameter whose values are all positive numbers.
+- ``align2:*`` - the alignment of a positive integer knob whose values are not all powers of
+  two: log2 of the largest power of two dividing the value (48 -> 4, 64 -> 6, capped at 10).
+  Memory transactions, warps and the problem's own sizes are powers of two, so 64 and 48 can
+  differ more than 64 and 128; a tree on ``knob`` or ``log2`` needs a split per value to see it.
 - generic derived quantities that mean the same in any GPU kernel space, computed when the
   knobs they need exist: ``threads_per_block`` (product of ``block_size_x/y/z``),
   ``work_per_thread`` (product of ``tile_size`` / ``tile_size_x/y/z``), ``elements_per_block``,
-  and the number of blocks in the grid. Grid blocks follow Kernel Tuner's convention:
+  ``lane_fill_32`` (the share of the lanes of a block's 32-thread groups that have work: 48
+  threads take 2 groups, 0.75), and the number of blocks in the grid. Grid blocks follow
+  Kernel Tuner's convention:
   ``prod_d ceil(problem_size[d] / prod(grid_div_d))`` with ``grid_div_x`` defaulting to
   ``block_size_x`` (likewise y, z); an operator can pass its own divisors. Because many
   spaces also divide by the tile (each thread computes ``tile_size_d`` outputs), a second
@@ -48,6 +54,11 @@ __all__ = [
 
 _DIMS = ("x", "y", "z")
 _SHAPE_DIMS = 3
+#: threads that issue together on NVIDIA GPUs (a warp) and on AMD's RDNA (wave32); the
+#: device's own warp size is in the device columns, this one is there with no device known
+LANE_GROUP = 32.0
+#: alignments above 2^10 are all "aligned" for memory and for the problem's tiling
+MAX_ALIGNMENT = 10.0
 #: operator feature names the occupancy estimate reads when an operator provides them
 OCCUPANCY_INPUTS = ("shared_memory_bytes", "registers_per_thread")
 
@@ -98,11 +109,13 @@ class FeatureExtractor:
             for i, p in enumerate(self.parameters)
             if p.kind in ("int", "float") and min(float(v) for v in p.values) > 0
         ]
+        self._aligned = [i for i in self._logged if _alignment_varies(self.parameters[i])]
         self._block = {d: self._col.get(f"block_size_{d}") for d in _DIMS}
         tiles = {d: self._col.get(f"tile_size_{d}") for d in _DIMS}
         if tiles["x"] is None and "tile_size" in self._col:
             tiles["x"] = self._col["tile_size"]
         self._tile = tiles
+        self._lane_fill = self._has_block()
         self.grid_divisors = self._divisors(grid_divisors)
         self.operator_features = tuple(operator_features or ())
         self.names = self._schema()
@@ -211,8 +224,11 @@ class FeatureExtractor:
     def _schema(self) -> tuple[str, ...]:
         names = [f"knob:{n}" for n in self.param_names]
         names += [f"log2:{self.param_names[i]}" for i in self._logged]
+        names += [f"align2:{self.param_names[i]}" for i in self._aligned]
         if self._has_block():
             names += ["log2_threads_per_block"]
+        if self._lane_fill:
+            names += ["lane_fill_32"]
         if self._has_tile():
             names += ["log2_work_per_thread"]
         if self._has_block() and self._has_tile():
@@ -269,6 +285,8 @@ class FeatureExtractor:
         cols: list[np.ndarray] = [raw]
         if self._logged:
             cols.append(np.log2(raw[:, self._logged]))
+        if self._aligned:
+            cols.append(_alignment(raw[:, self._aligned]))
         threads = (
             self._column(raw, self._block["x"])
             * self._column(raw, self._block["y"])
@@ -282,6 +300,9 @@ class FeatureExtractor:
         extra: list[np.ndarray] = []
         if self._has_block():
             extra.append(_log2(threads))
+        if self._lane_fill:
+            groups = np.ceil(threads / LANE_GROUP)
+            extra.append(threads / np.maximum(groups, 1.0) / LANE_GROUP)
         if self._has_tile():
             extra.append(_log2(work))
         if self._has_block() and self._has_tile():
@@ -404,6 +425,23 @@ def _encoding_table(p: Parameter) -> dict[Value, float]:
     if p.kind == "bool":
         return {v: float(v) for v in p.values}
     return {v: float(i) for i, v in enumerate(p.values)}
+
+
+def _alignment_varies(p: Parameter) -> bool:
+    """Whether ``p``'s values are integers, not all powers of two (else alignment is log2)."""
+    if not all(float(v) == int(float(v)) for v in p.values):
+        return False
+    ints = [int(float(v)) for v in p.values]
+    return len(set(ints)) > 1 and any(v & (v - 1) for v in ints)
+
+
+def _alignment(x: np.ndarray) -> np.ndarray:
+    """log2 of the largest power of two dividing each (positive integer) entry, at most
+    ``MAX_ALIGNMENT``."""
+    ints = np.rint(x).astype(np.int64)
+    lowest = ints & -ints  # the lowest set bit: the largest power of two dividing the value
+    out: np.ndarray = np.minimum(np.log2(np.maximum(lowest, 1).astype(np.float64)), MAX_ALIGNMENT)
+    return out
 
 
 def _log2(x: np.ndarray) -> np.ndarray:

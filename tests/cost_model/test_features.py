@@ -112,6 +112,34 @@ def test_derived_quantities_follow_kernel_tuner_conventions() -> None:
         FeatureExtractor(space.parameters, grid_divisors={"x": ["nope"]})
 
 
+def test_alignment_and_lane_fill_columns() -> None:
+    """A knob's power-of-two alignment is a column only where its values are integers and not
+    all powers of two (else it repeats ``log2``); lane fill counts partly idle 32-lane groups."""
+    space = SearchSpace(
+        [
+            Parameter.of("block_size_x", [16, 48, 64]),
+            Parameter.of("block_size_y", [1, 2]),
+            Parameter.of("tile_size_y", [1, 3]),
+            Parameter.of("ratio", [0.5, 1.5]),
+        ]
+    )
+    wl = Workload("k", (4096, 4096))
+    ext = FeatureExtractor(space.parameters, device_features=False)
+    aligned = [n for n in ext.names if n.startswith("align2:")]
+    assert aligned == ["align2:block_size_x", "align2:tile_size_y"]
+
+    def row(bx: int, by: int, ty: int) -> dict[str, float]:
+        cfg = {"block_size_x": bx, "block_size_y": by, "tile_size_y": ty, "ratio": 0.5}
+        return _row(ext, space, cfg, wl, "NVIDIA RTX A4000")
+
+    assert row(48, 1, 3)["align2:block_size_x"] == 4  # 48 = 16 * 3
+    assert row(64, 1, 3)["align2:block_size_x"] == 6
+    assert row(64, 1, 3)["align2:tile_size_y"] == 0
+    assert row(48, 1, 1)["lane_fill_32"] == pytest.approx(48 / 64)  # two groups, 16 idle lanes
+    assert row(16, 1, 1)["lane_fill_32"] == pytest.approx(0.5)
+    assert row(48, 2, 1)["lane_fill_32"] == 1.0  # 96 threads: three full groups
+
+
 class SmemOperator:
     """An operator that states the shared memory each config allocates."""
 
