@@ -115,7 +115,6 @@ class FeatureExtractor:
         if tiles["x"] is None and "tile_size" in self._col:
             tiles["x"] = self._col["tile_size"]
         self._tile = tiles
-        self._lane_fill = self._has_block()
         self.grid_divisors = self._divisors(grid_divisors)
         self.operator_features = tuple(operator_features or ())
         self.names = self._schema()
@@ -226,9 +225,7 @@ class FeatureExtractor:
         names += [f"log2:{self.param_names[i]}" for i in self._logged]
         names += [f"align2:{self.param_names[i]}" for i in self._aligned]
         if self._has_block():
-            names += ["log2_threads_per_block"]
-        if self._lane_fill:
-            names += ["lane_fill_32"]
+            names += ["log2_threads_per_block", "lane_fill_32"]
         if self._has_tile():
             names += ["log2_work_per_thread"]
         if self._has_block() and self._has_tile():
@@ -299,10 +296,7 @@ class FeatureExtractor:
         )
         extra: list[np.ndarray] = []
         if self._has_block():
-            extra.append(_log2(threads))
-        if self._lane_fill:
-            groups = np.ceil(threads / LANE_GROUP)
-            extra.append(threads / np.maximum(groups, 1.0) / LANE_GROUP)
+            extra += [_log2(threads), _lane_share(threads, LANE_GROUP)]
         if self._has_tile():
             extra.append(_log2(work))
         if self._has_block() and self._has_tile():
@@ -348,7 +342,7 @@ class FeatureExtractor:
         else:
             warp = float(device.warp_size)
             warps = np.ceil(threads / warp)
-            lanes = threads / (warps * warp)
+            lanes = _lane_share(threads, warp)
             fits = threads <= device.max_threads_per_block
             by_threads = np.floor(device.max_threads_per_sm / (warps * warp))
             blocks = np.where(fits, np.minimum(by_threads, device.max_blocks_per_sm), 0.0)
@@ -425,6 +419,13 @@ def _encoding_table(p: Parameter) -> dict[Value, float]:
     if p.kind == "bool":
         return {v: float(v) for v in p.values}
     return {v: float(i) for i, v in enumerate(p.values)}
+
+
+def _lane_share(threads: np.ndarray, width: float) -> np.ndarray:
+    """The share of the lanes of a block's ``width``-thread groups (warps) that have work."""
+    groups = np.maximum(np.ceil(threads / width), 1.0)
+    share: np.ndarray = threads / (groups * width)
+    return share
 
 
 def _alignment_varies(p: Parameter) -> bool:
