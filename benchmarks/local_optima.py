@@ -1,0 +1,89 @@
+"""How many local optima a recorded space has under one-knob and under two-knob moves.
+
+A walk of one-knob moves (``ktune.tuner.proposals.coordinate``) stops at a config no single
+knob improves. This counts such stops on brute-forced spaces (Kernel Tuner cache files): a
+config that ran is a local optimum under one-knob moves when no valid config differing in one
+knob runs faster, and under two-knob moves when none differing in one or two knobs does. The
+columns give the counts, how many of them are more than 5% slower than the optimum (the stops
+that cost a run its result), and the median size of each neighbourhood. Replayed recordings,
+no search: the landscape alone.
+
+    .venv/bin/python benchmarks/local_optima.py FILE [FILE ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from ktune.search_space.formats import load_cache
+from ktune.testing.recordings import datasets
+
+#: a local optimum "costs a run" when it is more than this factor slower than the optimum
+WITHIN = 1.05
+
+
+def measured_times(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """(positions of every valid config, its recorded time or inf when it did not run)."""
+    rec = load_cache(path)
+    space = rec.space
+    times = np.full(len(space), np.inf)
+    for i, config in enumerate(space.configs(range(len(space)))):
+        r = rec.lookup(config)
+        if r is not None and r.status == "ok" and r.time_ms:
+            times[i] = r.time_ms
+    return space.positions(np.arange(len(space))).astype(np.int16), times
+
+
+def local_optima(positions: np.ndarray, times: np.ndarray) -> dict[str, float]:
+    """Counts of one- and two-knob local optima among the configs that ran."""
+    best = float(times.min())
+    found: dict[int, list[float]] = {1: [], 2: []}
+    sizes: dict[int, list[int]] = {1: [], 2: []}
+    for i in np.flatnonzero(np.isfinite(times)):
+        distance = (positions != positions[i]).sum(axis=1)
+        for d in (1, 2):
+            around = (distance >= 1) & (distance <= d)
+            sizes[d].append(int(around.sum()))
+            if times[i] <= times[around].min(initial=np.inf):
+                found[d].append(float(times[i]) / best)
+    return {
+        "ran": float(np.isfinite(times).sum()),
+        "one": len(found[1]),
+        "one_slow": sum(r > WITHIN for r in found[1]),
+        "two": len(found[2]),
+        "two_slow": sum(r > WITHIN for r in found[2]),
+        "n1": float(np.median(sizes[1])),
+        "n2": float(np.median(sizes[2])),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("files", nargs="*", type=Path)
+    args = parser.parse_args(argv)
+    files = args.files or datasets("*/*.json.gz", "*.json.gz")
+    print(
+        f"{'space':44s} {'ran':>6s} {'1-knob':>7s} {'>1.05':>6s} {'2-knob':>7s} {'>1.05':>6s}"
+        f" {'|N1|':>5s} {'|N2|':>5s}"
+    )
+    totals = np.zeros(4)
+    for path in files:
+        row = local_optima(*measured_times(path))
+        totals += [row["one"], row["one_slow"], row["two"], row["two_slow"]]
+        name = "/".join(path.parts[-2:])
+        print(
+            f"{name:44s} {row['ran']:6.0f} {row['one']:7.0f} {row['one_slow']:6.0f}"
+            f" {row['two']:7.0f} {row['two_slow']:6.0f} {row['n1']:5.0f} {row['n2']:5.0f}"
+        )
+    print(
+        f"{'all':44s} {'':6s} {totals[0]:7.0f} {totals[1]:6.0f} {totals[2]:7.0f} {totals[3]:6.0f}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

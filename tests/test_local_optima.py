@@ -1,0 +1,25 @@
+"""The landscape benchmark's count of local optima under one- and two-knob moves."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "local_optima.py"
+
+
+def test_a_coupled_pair_of_knobs_is_a_one_knob_trap_and_not_a_two_knob_one() -> None:
+    spec = importlib.util.spec_from_file_location("local_optima", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    # 2 knobs of 3 values; (2, 2) is the optimum, (0, 0) a rest point of one-knob moves at 1.5x
+    positions = np.array([(a, b) for a in range(3) for b in range(3)], dtype=np.int16)
+    times = np.array([3.0 + 0.1 * a + 0.01 * b for a, b in positions])
+    times[0], times[-1] = 1.5, 1.0
+    times[4] = np.inf  # (1, 1) did not run: neither an optimum nor in the way
+    row = module.local_optima(positions, times)
+    assert (row["one"], row["one_slow"], row["two"], row["two_slow"]) == (2, 1, 1, 0)
+    assert row["ran"] == 8 and row["n1"] == 4 and row["n2"] == 8
