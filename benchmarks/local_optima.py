@@ -19,7 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ktune.search_space.formats import load_cache
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.cost_model_transfer import times_of
+from ktune.search_space.formats import FormatError, load_cache
 from ktune.testing.recordings import datasets
 
 #: a local optimum "costs a run" when it is more than this factor slower than the optimum
@@ -29,13 +33,7 @@ WITHIN = 1.05
 def measured_times(path: Path) -> tuple[np.ndarray, np.ndarray]:
     """(positions of every valid config, its recorded time or inf when it did not run)."""
     rec = load_cache(path)
-    space = rec.space
-    times = np.full(len(space), np.inf)
-    for i, config in enumerate(space.configs(range(len(space)))):
-        r = rec.lookup(config)
-        if r is not None and r.status == "ok" and r.time_ms:
-            times[i] = r.time_ms
-    return space.positions(np.arange(len(space))).astype(np.int16), times
+    return rec.space.positions(np.arange(len(rec.space))).astype(np.int16), times_of(rec)
 
 
 def local_optima(positions: np.ndarray, times: np.ndarray) -> dict[str, float]:
@@ -72,7 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     totals = np.zeros(4)
     for path in files:
-        row = local_optima(*measured_times(path))
+        try:
+            row = local_optima(*measured_times(path))
+        except FormatError as exc:
+            print(f"local_optima: {exc}", file=sys.stderr)
+            return 2
         totals += [row["one"], row["one_slow"], row["two"], row["two_slow"]]
         name = "/".join(path.parts[-2:])
         print(
