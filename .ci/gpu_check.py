@@ -217,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
 
     log = f"sqlite:///{(args.out / 'log.db').resolve()}"
     (args.out / "log.db").unlink(missing_ok=True)
-    ktune = [str(Path(py).parent / "ktune")]  # the console script of this environment
+    ktune = [py, "-m", "ktune"]  # console scripts may not be on PATH (pip --target, images)
     tune = [*ktune, "tune", "--op", "matmul", "--shape", "1024x1024x1024", "--dtype", "float16"]
     tune += ["--budget", "20", "--seed", "1", "-q", "--db", log]
     steps["tune"] = run(tune, clock, 120, args.out / "tune.log")
