@@ -218,10 +218,12 @@ def main(argv: list[str] | None = None) -> int:
             started = time.perf_counter()
             statuses: Counter[str] = Counter()
             first_error: list[str] = []
+            trace: list[float | None] = []  # each measurement's ms in order (None: did not run)
 
             def note(batch: Batch) -> None:
                 for m in batch.measurements:
                     statuses[str(m.status)] += 1
+                    trace.append(m.time_ms if m.ok else None)
                     if m.error and not first_error:
                         first_error.append(m.error)
 
@@ -271,6 +273,7 @@ def main(argv: list[str] | None = None) -> int:
                 "tuning_s": tuning_s,
                 "trials": outcome.state.n_trials,
                 "statuses": dict(statuses),
+                "trace_ms": trace,
                 "first_error": first_error[0] if first_error else None,
             }
             rows.append(row)
