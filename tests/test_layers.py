@@ -4,9 +4,9 @@ Dependencies point one way (docs/architecture.md): ``search_space`` and ``db`` i
 of ours; ``cost_model`` imports ``search_space``; ``tuner`` imports those three; ``server``
 imports ``tuner`` and below; the public API in ``ktune`` re-exports what lives below it; the
 CLI (``ktune.cli``; ``ktune.__main__`` only runs it) is the top layer and the only importer of
-``server``. The shared test
-helpers (``ktune.testing``) may use everything but the CLI. Registry strings such as
-``"ktune.tuner.strategies.random_search:RandomSearch"`` are imports too.
+``server``. The shared test helpers (``ktune.testing``) may use everything but the CLI.
+Registry strings such as ``"ktune.tuner.strategies.random_search:RandomSearch"`` are imports
+too.
 
 Beside the package: ``tests/`` and ``benchmarks/`` share helpers through ``ktune.testing``
 and never import each other, and no test module imports another test module.
