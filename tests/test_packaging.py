@@ -8,6 +8,7 @@ that holds a user's own ``ktune.db.py``, ``ktune.server.py`` and ``ktune.tuner.p
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -48,12 +49,21 @@ def test_pyproject_lists_every_package_of_the_tree() -> None:
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # Built from a copy of what the wheel is made of: setuptools writes build/ and egg-info
+    # into the tree it builds, and two workers building the checkout at once (or a build that
+    # died half-way there before) made `pip wheel` fail with "File exists".
+    src = tmp_path_factory.mktemp("source")
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(ROOT / name, src / name)
+    for folder in FOLDERS:
+        shutil.copytree(ROOT / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__"))
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(ROOT)],
-        check=True,
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(src)],
         capture_output=True,
+        text=True,
     )
+    assert done.returncode == 0, f"pip wheel failed: {done.stderr[-3000:]}"
     (built,) = out.glob("ktune-*.whl")
     return built
 
