@@ -140,8 +140,14 @@ def time_gpu(
     (or, without one, :func:`launch_cover`'s spin unless ``cover_launch`` is off) untimed."""
     import cupy as cp
 
-    flush = l2_flusher(l2_bytes) if settings.flush_l2 and l2_bytes else None
-    cover = launch_cover() if flush is None and cover_launch else None
+    # queued ahead of timed run number i, untimed: an L2 flush, else the launch cover
+    ahead: Callable[[int], None] | None = None
+    if settings.flush_l2 and l2_bytes:
+        flush = l2_flusher(l2_bytes)
+        ahead = lambda i: flush(i % 251)
+    elif cover_launch:
+        cover = launch_cover()
+        ahead = lambda i: cover()
     start, end = cp.cuda.Event(), cp.cuda.Event()
     runs = 0
 
@@ -152,10 +158,8 @@ def time_gpu(
             cp.cuda.Device().synchronize()
         if before is not None:
             before()
-        if flush is not None and timed_run >= 0:
-            flush(timed_run % 251)
-        elif cover is not None and timed_run >= 0:
-            cover()
+        if ahead is not None and timed_run >= 0:
+            ahead(timed_run)
         runs += 1
 
     def timed() -> float:
