@@ -64,17 +64,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("files", nargs="*", type=Path)
     args = parser.parse_args(argv)
     files = args.files or datasets("*/*.json.gz", "*.json.gz")
-    print(
+    header = (
         f"{'space':44s} {'ran':>6s} {'1-knob':>7s} {'>1.05':>6s} {'2-knob':>7s} {'>1.05':>6s}"
         f" {'|N1|':>5s} {'|N2|':>5s}"
     )
     totals = np.zeros(4)
-    for path in files:
+    for n, path in enumerate(files):
         try:
             row = local_optima(*measured_times(path))
         except FormatError as exc:
             print(f"local_optima: {exc}", file=sys.stderr)
             return 2
+        if n == 0:  # after the first file loaded: a bad first file is one line, no table
+            print(header)
         totals += [row["one"], row["one_slow"], row["two"], row["two_slow"]]
         name = "/".join(path.parts[-2:])
         print(
