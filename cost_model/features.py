@@ -59,6 +59,8 @@ _SHAPE_DIMS = 3
 LANE_GROUP = 32.0
 #: alignments above 2^10 are all "aligned" for memory and for the problem's tiling
 MAX_ALIGNMENT = 10.0
+#: knobs paired in ``ldiff`` / ``lsum`` columns at most (the ones with the most values)
+MAX_PAIR_KNOBS = 8
 #: operator feature names the occupancy estimate reads when an operator provides them
 OCCUPANCY_INPUTS = ("shared_memory_bytes", "registers_per_thread")
 
@@ -94,6 +96,7 @@ class FeatureExtractor:
         grid_divisors: Mapping[str, Sequence[str]] | None = None,
         operator: DerivedFeatures | None = None,
         operator_features: Sequence[str] | None = None,
+        knob_pairs: bool = False,
     ) -> None:
         self.parameters = tuple(parameters)
         if not self.parameters:
@@ -110,6 +113,8 @@ class FeatureExtractor:
             if p.kind in ("int", "float") and min(float(v) for v in p.values) > 0
         ]
         self._aligned = [i for i in self._logged if _alignment_varies(self.parameters[i])]
+        self.knob_pairs = knob_pairs
+        self._pairs = _knob_pairs(self.parameters, self._logged) if knob_pairs else []
         self._block = {d: self._col.get(f"block_size_{d}") for d in _DIMS}
         tiles = {d: self._col.get(f"tile_size_{d}") for d in _DIMS}
         if tiles["x"] is None and "tile_size" in self._col:
@@ -180,6 +185,7 @@ class FeatureExtractor:
             "embedding": self.embedding,
             "grid_divisors": {d: list(v) for d, v in self.grid_divisors.items()},
             "operator_features": list(self.operator_features),
+            "knob_pairs": self.knob_pairs,
             "names": list(self.names),
         }
 
@@ -194,6 +200,7 @@ class FeatureExtractor:
             grid_divisors=data.get("grid_divisors"),
             operator=operator,
             operator_features=data.get("operator_features") or (),
+            knob_pairs=bool(data.get("knob_pairs", False)),
         )
         if list(extractor.names) != list(data.get("names", extractor.names)):
             raise FeatureError("saved feature names differ from what this version computes")
@@ -224,6 +231,11 @@ class FeatureExtractor:
         names = [f"knob:{n}" for n in self.param_names]
         names += [f"log2:{self.param_names[i]}" for i in self._logged]
         names += [f"align2:{self.param_names[i]}" for i in self._aligned]
+        for a, b in self._pairs:
+            names += [
+                f"ldiff:{self.param_names[a]}/{self.param_names[b]}",
+                f"lsum:{self.param_names[a]}*{self.param_names[b]}",
+            ]
         if self._has_block():
             names += ["log2_threads_per_block", "lane_fill_32"]
         if self._has_tile():
@@ -284,6 +296,9 @@ class FeatureExtractor:
             cols.append(np.log2(raw[:, self._logged]))
         if self._aligned:
             cols.append(_alignment(raw[:, self._aligned]))
+        for a, b in self._pairs:
+            la, lb = np.log2(raw[:, a]), np.log2(raw[:, b])
+            cols.append(np.column_stack([la - lb, la + lb]))
         threads = (
             self._column(raw, self._block["x"])
             * self._column(raw, self._block["y"])
@@ -410,6 +425,15 @@ class FeatureExtractor:
                     f"operator feature of config {i} is not a number: {dict(row)}"
                 ) from None
         return out
+
+
+def _knob_pairs(parameters: Sequence[Parameter], logged: Sequence[int]) -> list[tuple[int, int]]:
+    """The pairs of ``ldiff`` / ``lsum`` columns: positive numeric knobs (``logged``) with more
+    than one value, at most ``MAX_PAIR_KNOBS`` of them (the most values first, then the
+    earliest), in parameter order."""
+    varying = [i for i in logged if len(parameters[i].values) > 1]
+    chosen = sorted(sorted(varying, key=lambda i: -len(parameters[i].values))[:MAX_PAIR_KNOBS])
+    return [(a, b) for k, a in enumerate(chosen) for b in chosen[k + 1 :]]
 
 
 def _encoding_table(p: Parameter) -> dict[Value, float]:

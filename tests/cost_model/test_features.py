@@ -10,7 +10,7 @@ import pytest
 
 from ktune.cost_model.devices import default_catalog
 from ktune.cost_model.embedding import EMBEDDING_NAMES, embed, explain
-from ktune.cost_model.features import FeatureError, FeatureExtractor
+from ktune.cost_model.features import MAX_PAIR_KNOBS, FeatureError, FeatureExtractor
 from ktune.search_space import Parameter, SearchSpace, Value, Workload
 from ktune.search_space.formats import RecordedSpace
 
@@ -138,6 +138,53 @@ def test_alignment_and_lane_fill_columns() -> None:
     assert row(48, 1, 1)["lane_fill_32"] == pytest.approx(48 / 64)  # two groups, 16 idle lanes
     assert row(16, 1, 1)["lane_fill_32"] == pytest.approx(0.5)
     assert row(48, 2, 1)["lane_fill_32"] == 1.0  # 96 threads: three full groups
+
+
+def test_knob_pair_columns_give_ratios_and_products_of_unnamed_knobs() -> None:
+    """CLBlast-style knobs get no named derived columns; with ``knob_pairs`` every pair of
+    varying positive numeric knobs gets log2 of its ratio and product, from config dicts and
+    from the space alike, and the setting survives a save (an old save has none)."""
+    space = SearchSpace(
+        [
+            Parameter.of("MWG", [16, 32, 64]),
+            Parameter.of("MDIMC", [8, 16]),
+            Parameter.of("KWG", [32]),  # one value: no pair
+            Parameter.of("SA", [0, 1]),  # not positive: no pair
+            Parameter.of("VWM", [1, 2, 4]),
+        ]
+    )
+    wl = Workload("k", (1024,))
+    plain = FeatureExtractor(space.parameters, device_features=False)
+    ext = FeatureExtractor(space.parameters, device_features=False, knob_pairs=True)
+    assert not any(n.startswith(("ldiff:", "lsum:")) for n in plain.names)
+    pairs = [n for n in ext.names if n.startswith(("ldiff:", "lsum:"))]
+    assert pairs == [
+        "ldiff:MWG/MDIMC", "lsum:MWG*MDIMC",
+        "ldiff:MWG/VWM", "lsum:MWG*VWM",
+        "ldiff:MDIMC/VWM", "lsum:MDIMC*VWM",
+    ]  # fmt: skip
+    cfg: dict[str, Value] = {"MWG": 64, "MDIMC": 8, "KWG": 32, "SA": 1, "VWM": 2}
+    row = dict(zip(ext.names, ext.for_configs([cfg], wl, None)[0]))
+    assert row["ldiff:MWG/MDIMC"] == pytest.approx(3.0)  # 64 / 8 = 8 per thread
+    assert row["lsum:MWG*MDIMC"] == pytest.approx(9.0)
+    assert row["ldiff:MDIMC/VWM"] == pytest.approx(2.0)
+    assert _row(ext, space, cfg, wl, "Unknown GPU 9000") == row
+    again = FeatureExtractor.from_dict(ext.to_dict())
+    assert again.names == ext.names
+    old = plain.to_dict()
+    del old["knob_pairs"]
+    assert FeatureExtractor.from_dict(old).names == plain.names
+
+
+def test_knob_pairs_are_capped_to_the_knobs_with_most_values() -> None:
+    """Many knobs would give quadratically many columns: only ``MAX_PAIR_KNOBS`` pair up."""
+    params = [Parameter.of(f"k{i}", [1, 2] + ([4] if i % 2 else [])) for i in range(12)]
+    ext = FeatureExtractor(params, device_features=False, knob_pairs=True)
+    pairs = [n for n in ext.names if n.startswith("ldiff:")]
+    assert len(pairs) == MAX_PAIR_KNOBS * (MAX_PAIR_KNOBS - 1) // 2
+    paired = {k for n in pairs for k in n.removeprefix("ldiff:").split("/")}
+    odd = {f"k{i}" for i in range(12) if i % 2}  # the six knobs with three values
+    assert odd <= paired and len(paired) == MAX_PAIR_KNOBS
 
 
 class SmemOperator:

@@ -166,3 +166,16 @@ def test_auto_learns_where_configs_fail(space: SearchSpace) -> None:
     failed = np.array([c["s"] == 0 for c in configs])
     seen = run(AutoSearch(space, seed=0), times, failed, 96)
     assert failed[seen].mean() < 0.25
+
+
+def test_auto_models_knob_pairs_and_other_strategies_do_not(space: SearchSpace) -> None:
+    """``auto``'s model sees each pair of numeric knobs' log2 ratio and product (knobs with no
+    named derived column, like CLBlast's, get them too); strategies not measured with the
+    columns keep the model as it was."""
+    from ktune.tuner.strategies.bayes import BayesianSearch
+
+    names = AutoSearch(space, seed=0).model.extractor.names
+    assert "ldiff:a/b" in names and "lsum:c*d" in names
+    assert not any(n.endswith("/s") for n in names)  # s takes 0: no log2, no pair
+    plain = BayesianSearch(space, seed=0).model.extractor.names
+    assert not any(n.startswith(("ldiff:", "lsum:")) for n in plain)

@@ -71,6 +71,10 @@ class AutoSearch(ModelGuided):
     #: while stalled, the share of the non-local proposals drawn uniformly from the configs not
     #: predicted to fail (a floor of random search where the model misleads)
     stalled_random_share: ClassVar[float] = 0.25
+    #: the model also sees log2 ratios and products of knob pairs, so it can express "tile
+    #: over threads" for knobs with no named derived column (docs/benchmarks.md, "Knob-pair
+    #: columns": within 5% 0.796 against 0.784 over 28 replayed spaces, at the edge of noise)
+    knob_pairs: ClassVar[bool] = True
     #: restart points are the best (optimistically) of this many uniform draws far from the
     #: incumbents: few enough that the model's bias, which stalled the walk, does not decide
     #: alone where it starts again

@@ -74,6 +74,9 @@ class ModelGuided(Strategy):
     coordinate_incumbents: ClassVar[int] = 2
     #: uncertainty bonus in the acquisition
     beta: ClassVar[float] = 0.5
+    #: the model also sees pairwise knob ratios and products (``ldiff`` / ``lsum`` columns of
+    #: ``ktune.cost_model.features``; measured for ``auto``, which turns them on)
+    knob_pairs: ClassVar[bool] = False
     #: how much of the log's prior a job trains on (per group and in all), so that start-up
     #: and refits stay cheap however large the log grows (``ktune.cost_model.prior``)
     prior_limit: ClassVar[PriorLimit | None] = DEFAULT_LIMIT
@@ -99,7 +102,9 @@ class ModelGuided(Strategy):
             )
         known = {s.device for s in prior if s.spec is not None and s.device != self.device}
         extractor = FeatureExtractor(
-            space.parameters, device_features=len(known) >= MIN_DEVICES_FOR_COLUMNS
+            space.parameters,
+            device_features=len(known) >= MIN_DEVICES_FOR_COLUMNS,
+            knob_pairs=self.knob_pairs,
         )
         # A small ensemble on one thread: the model refits once per plan on at most a few
         # thousand rows, and OpenMP threads only contend with the measurements on small data.
