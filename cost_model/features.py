@@ -292,13 +292,15 @@ class FeatureExtractor:
     ) -> np.ndarray:
         n = len(raw)
         cols: list[np.ndarray] = [raw]
+        logs = np.log2(raw[:, self._logged])
         if self._logged:
-            cols.append(np.log2(raw[:, self._logged]))
+            cols.append(logs)
         if self._aligned:
             cols.append(_alignment(raw[:, self._aligned]))
-        for a, b in self._pairs:
-            la, lb = np.log2(raw[:, a]), np.log2(raw[:, b])
-            cols.append(np.column_stack([la - lb, la + lb]))
+        if self._pairs:
+            at = {i: k for k, i in enumerate(self._logged)}  # parameter -> column of ``logs``
+            pairs = [(logs[:, at[a]], logs[:, at[b]]) for a, b in self._pairs]
+            cols.append(np.column_stack([c for la, lb in pairs for c in (la - lb, la + lb)]))
         threads = (
             self._column(raw, self._block["x"])
             * self._column(raw, self._block["y"])

@@ -14,6 +14,7 @@ from ktune.search_space.space import SearchSpace
 from ktune.tuner.proposals.restart import restart_point
 from ktune.tuner.strategies import Observation
 from ktune.tuner.strategies.auto import AutoSearch
+from ktune.tuner.strategies.bayes import BayesianSearch
 from ktune.tuner.strategies.progress import Progress, RankTrust
 
 VALUES = [1, 2, 4, 8, 16, 32, 64]
@@ -172,8 +173,6 @@ def test_auto_models_knob_pairs_and_other_strategies_do_not(space: SearchSpace) 
     """``auto``'s model sees each pair of numeric knobs' log2 ratio and product (knobs with no
     named derived column, like CLBlast's, get them too); strategies not measured with the
     columns keep the model as it was."""
-    from ktune.tuner.strategies.bayes import BayesianSearch
-
     names = AutoSearch(space, seed=0).model.extractor.names
     assert "ldiff:a/b" in names and "lsum:c*d" in names
     assert not any(n.endswith("/s") for n in names)  # s takes 0: no log2, no pair
