@@ -115,6 +115,10 @@ class FeatureExtractor:
         self._aligned = [i for i in self._logged if _alignment_varies(self.parameters[i])]
         self.knob_pairs = knob_pairs
         self._pairs = _knob_pairs(self.parameters, self._logged) if knob_pairs else []
+        # each pair's two columns of the log2 block (``_logged`` order), fixed per extractor
+        at = {i: k for k, i in enumerate(self._logged)}
+        self._pair_a = np.array([at[a] for a, _ in self._pairs], dtype=np.intp)
+        self._pair_b = np.array([at[b] for _, b in self._pairs], dtype=np.intp)
         self._block = {d: self._col.get(f"block_size_{d}") for d in _DIMS}
         tiles = {d: self._col.get(f"tile_size_{d}") for d in _DIMS}
         if tiles["x"] is None and "tile_size" in self._col:
@@ -298,9 +302,8 @@ class FeatureExtractor:
         if self._aligned:
             cols.append(_alignment(raw[:, self._aligned]))
         if self._pairs:
-            at = {i: k for k, i in enumerate(self._logged)}  # parameter -> column of ``logs``
-            pairs = [(logs[:, at[a]], logs[:, at[b]]) for a, b in self._pairs]
-            cols.append(np.column_stack([c for la, lb in pairs for c in (la - lb, la + lb)]))
+            la, lb = logs[:, self._pair_a], logs[:, self._pair_b]
+            cols.append(np.stack([la - lb, la + lb], axis=2).reshape(n, -1))  # ldiff, lsum
         threads = (
             self._column(raw, self._block["x"])
             * self._column(raw, self._block["y"])
