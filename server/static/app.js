@@ -478,6 +478,7 @@ async function showCompare(params) {
 async function route() {
   generation += 1;
   clearTimeout(timer);
+  delete document.body.dataset.drawn; // set again by the view once it is drawn
   const hash = location.hash || "#/";
   const [path, query] = hash.slice(1).split("?");
   for (const a of document.querySelectorAll("nav a")) a.classList.toggle("active", a.getAttribute("href") === `#${path.split("/").slice(0, 2).join("/")}` || (path === "/" && a.getAttribute("href") === "#/"));
@@ -494,10 +495,14 @@ async function route() {
 window.addEventListener("hashchange", route);
 // Charts are drawn to the page's width: redraw when it changes (not its height alone).
 let drawnWidth = window.innerWidth;
+// The width is compared when the resizing settles, so a width that comes back (a full-page
+// screenshot, a window dragged and let go) redraws nothing.
 window.addEventListener("resize", () => {
-  if (window.innerWidth === drawnWidth) return;
-  drawnWidth = window.innerWidth;
   clearTimeout(window.__resize);
-  window.__resize = setTimeout(route, 200);
+  window.__resize = setTimeout(() => {
+    if (window.innerWidth === drawnWidth) return;
+    drawnWidth = window.innerWidth;
+    route();
+  }, 200);
 });
 route();

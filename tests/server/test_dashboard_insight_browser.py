@@ -70,8 +70,26 @@ def _wait_drawn(page: Any, view: str) -> float:
 
 
 def _shot(page: Any, name: str) -> None:
+    """A full-page screenshot, then wait until the page is drawn again: the capture resizes the
+    window, and a view the resize redraws would detach the elements the test goes on to use."""
     SHOTS.mkdir(parents=True, exist_ok=True)
+    view = page.evaluate("document.body.dataset.drawn")
     page.screenshot(path=str(SHOTS / name), full_page=True)
+    page.wait_for_timeout(400)  # longer than the dashboard's 200 ms resize debounce
+    if view:
+        page.wait_for_function(f"document.body.dataset.drawn === '{view}'")
+
+
+def _scrolled_box(page: Any, selector: str) -> dict[str, float]:
+    """Scroll ``selector`` into view and return its box, in one step in the page."""
+    box = page.evaluate(
+        "(s) => { const e = document.querySelector(s); e.scrollIntoView({block: 'center'});"
+        " const r = e.getBoundingClientRect(); return {x: r.x, y: r.y, width: r.width,"
+        " height: r.height}; }",
+        selector,
+    )
+    assert box["width"] > 0 and box["height"] > 0, f"{selector} is not drawn"
+    return dict(box)
 
 
 def test_job_compare_and_list_views_draw_the_apis_numbers(browser: Any, tmp_path: Path) -> None:
@@ -133,9 +151,7 @@ def test_job_compare_and_list_views_draw_the_apis_numbers(browser: Any, tmp_path
 
         # brushing the lowest value of the most important knob keeps the trials that have it
         top = importance["knobs"][0]
-        page.locator("#pcoords canvas").scroll_into_view_if_needed()
-        box = page.locator("#pcoords canvas").bounding_box()
-        assert box is not None
+        box = _scrolled_box(page, "#pcoords canvas")
         x = box["x"] + 30  # the first axis (left margin of the plot)
         page.mouse.move(x, box["y"] + 271)
         page.mouse.down()
