@@ -8,6 +8,12 @@ columns give the counts, how many of them are more than 5% slower than the optim
 that cost a run its result), and the median size of each neighbourhood. Replayed recordings,
 no search: the landscape alone.
 
+Two smaller two-knob neighbourhoods, for the slow one-knob optima only: *pair steps* (two knobs,
+each one step along its value list) and *repairs* (two knobs, where changing one of them alone
+gives a config that is not valid or did not run: a move that a one-knob walk cannot make in
+that order). The columns ``steps`` and ``repair`` count the slow one-knob optima that the
+neighbourhood does not escape.
+
     .venv/bin/python benchmarks/local_optima.py FILE [FILE ...]
 """
 
@@ -36,11 +42,41 @@ def measured_times(path: Path) -> tuple[np.ndarray, np.ndarray]:
     return rec.space.positions(np.arange(len(rec.space))).astype(np.int16), times_of(rec)
 
 
+def _codes(positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(a code for each config's positions, the strides that make it)."""
+    radices = positions.max(axis=0).astype(np.int64) + 1
+    strides = np.concatenate([[1], np.cumprod(radices[:-1])]).astype(np.int64)
+    return positions.astype(np.int64) @ strides, strides
+
+
+def _escapes(
+    positions: np.ndarray, times: np.ndarray, i: int, codes: np.ndarray, strides: np.ndarray
+) -> tuple[bool, bool]:
+    """Whether config ``i`` has a faster config one pair step away, and one repair away."""
+    pair = np.flatnonzero((positions != positions[i]).sum(axis=1) == 2)
+    if len(pair) == 0:
+        return False, False
+    delta = positions[pair].astype(np.int64) - positions[i]
+    faster = times[pair] < times[i]
+    step = np.abs(delta).sum(axis=1) == 2
+    # the two one-knob configs between i and each pair move, by code
+    halves = codes[i] + (delta * strides)[delta != 0].reshape(-1, 2)
+    order = np.argsort(codes)
+    at = np.minimum(np.searchsorted(codes, halves, sorter=order), len(codes) - 1)
+    found = codes[order[at]] == halves
+    ran = found & np.isfinite(times[order[at]])
+    repair = ~ran.all(axis=1)
+    return bool((faster & step).any()), bool((faster & repair).any())
+
+
 def local_optima(positions: np.ndarray, times: np.ndarray) -> dict[str, float]:
-    """Counts of one- and two-knob local optima among the configs that ran."""
+    """Counts of one- and two-knob local optima among the configs that ran, and of the slow
+    one-knob optima that pair steps and repairs do not escape."""
     best = float(times.min())
     found: dict[int, list[float]] = {1: [], 2: []}
     sizes: dict[int, list[int]] = {1: [], 2: []}
+    stuck = {"steps": 0, "repair": 0}
+    codes, strides = _codes(positions)
     for i in np.flatnonzero(np.isfinite(times)):
         distance = (positions != positions[i]).sum(axis=1)
         for d in (1, 2):
@@ -48,7 +84,13 @@ def local_optima(positions: np.ndarray, times: np.ndarray) -> dict[str, float]:
             sizes[d].append(int(around.sum()))
             if times[i] <= times[around].min(initial=np.inf):
                 found[d].append(float(times[i]) / best)
+                if d == 1 and times[i] > WITHIN * best:
+                    by_step, by_repair = _escapes(positions, times, int(i), codes, strides)
+                    stuck["steps"] += not by_step
+                    stuck["repair"] += not by_repair
     return {
+        "steps_slow": stuck["steps"],
+        "repair_slow": stuck["repair"],
         "ran": float(np.isfinite(times).sum()),
         "one": len(found[1]),
         "one_slow": sum(r > WITHIN for r in found[1]),
@@ -66,9 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     files = args.files or datasets("*/*.json.gz", "*.json.gz")
     header = (
         f"{'space':44s} {'ran':>6s} {'1-knob':>7s} {'>1.05':>6s} {'2-knob':>7s} {'>1.05':>6s}"
-        f" {'|N1|':>5s} {'|N2|':>5s}"
+        f" {'|N1|':>5s} {'|N2|':>5s} {'steps':>6s} {'repair':>6s}"
     )
-    totals = np.zeros(4)
+    totals = np.zeros(6)
     for n, path in enumerate(files):
         try:
             row = local_optima(*measured_times(path))
@@ -77,14 +119,23 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         if n == 0:  # after the first file loaded: a bad first file is one line, no table
             print(header)
-        totals += [row["one"], row["one_slow"], row["two"], row["two_slow"]]
+        totals += [
+            row["one"],
+            row["one_slow"],
+            row["two"],
+            row["two_slow"],
+            row["steps_slow"],
+            row["repair_slow"],
+        ]
         name = "/".join(path.parts[-2:])
         print(
             f"{name:44s} {row['ran']:6.0f} {row['one']:7.0f} {row['one_slow']:6.0f}"
             f" {row['two']:7.0f} {row['two_slow']:6.0f} {row['n1']:5.0f} {row['n2']:5.0f}"
+            f" {row['steps_slow']:6.0f} {row['repair_slow']:6.0f}"
         )
     print(
         f"{'all':44s} {'':6s} {totals[0]:7.0f} {totals[1]:6.0f} {totals[2]:7.0f} {totals[3]:6.0f}"
+        f" {'':5s} {'':5s} {totals[4]:6.0f} {totals[5]:6.0f}"
     )
     return 0
 

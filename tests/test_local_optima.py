@@ -23,3 +23,27 @@ def test_a_coupled_pair_of_knobs_is_a_one_knob_trap_and_not_a_two_knob_one() -> 
     row = module.local_optima(positions, times)
     assert (row["one"], row["one_slow"], row["two"], row["two_slow"]) == (2, 1, 1, 0)
     assert row["ran"] == 8 and row["n1"] == 4 and row["n2"] == 8
+
+
+def test_pair_steps_and_repairs_escape_only_the_rest_points_they_reach() -> None:
+    spec = importlib.util.spec_from_file_location("local_optima", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    # 2 knobs of 3 values: (0, 0) rests at 1.5x under one-knob moves; the optimum (2, 2) is two
+    # knobs away but not a pair step (each knob moves two steps); the only pair step from
+    # (0, 0), (1, 1), did not run. While (2, 0) and (0, 2) both run, (2, 2) is no repair either.
+    grid = [(a, b) for a in range(3) for b in range(3)]
+
+    def row_without(missing: tuple[int, int] | None) -> dict[str, float]:
+        positions = np.array([p for p in grid if p != missing], dtype=np.int16)
+        times = np.array([3.0 + 0.1 * a + 0.01 * b for a, b in positions])
+        times[0], times[-1] = 1.5, 1.0
+        times[[tuple(p) for p in positions.tolist()].index((1, 1))] = np.inf
+        return dict(module.local_optima(positions, times))
+
+    row = row_without(None)
+    assert (row["one_slow"], row["steps_slow"], row["repair_slow"]) == (1, 1, 1)
+    # (2, 0) not valid: (0, 0) to (2, 2) by way of it is a move no one-knob walk makes, a repair
+    row = row_without((2, 0))
+    assert (row["one_slow"], row["steps_slow"], row["repair_slow"]) == (1, 1, 0)
