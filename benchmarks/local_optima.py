@@ -42,29 +42,36 @@ def measured_times(path: Path) -> tuple[np.ndarray, np.ndarray]:
     return rec.space.positions(np.arange(len(rec.space))).astype(np.int16), times_of(rec)
 
 
-def _codes(positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(a code for each config's positions, the strides that make it)."""
-    radices = positions.max(axis=0).astype(np.int64) + 1
-    strides = np.concatenate([[1], np.cumprod(radices[:-1])]).astype(np.int64)
-    return positions.astype(np.int64) @ strides, strides
+class _Codes:
+    """Each config's positions as one integer, and the configs found by it."""
+
+    def __init__(self, positions: np.ndarray) -> None:
+        radices = positions.max(axis=0).astype(np.int64) + 1
+        self.strides = np.concatenate([[1], np.cumprod(radices[:-1])]).astype(np.int64)
+        self.codes = positions.astype(np.int64) @ self.strides
+        self._order = np.argsort(self.codes)
+
+    def find(self, codes: np.ndarray) -> np.ndarray:
+        """The config index of each code, -1 where no valid config has it."""
+        at = np.minimum(np.searchsorted(self.codes, codes, sorter=self._order), len(self.codes) - 1)
+        index = self._order[at]
+        return np.where(self.codes[index] == codes, index, -1)
 
 
 def _escapes(
-    positions: np.ndarray, times: np.ndarray, i: int, codes: np.ndarray, strides: np.ndarray
+    positions: np.ndarray, times: np.ndarray, i: int, distance: np.ndarray, codes: _Codes
 ) -> tuple[bool, bool]:
-    """Whether config ``i`` has a faster config one pair step away, and one repair away."""
-    pair = np.flatnonzero((positions != positions[i]).sum(axis=1) == 2)
+    """Whether config ``i`` (``distance``: knobs from it to every config) has a faster config
+    one pair step away, and one repair away."""
+    pair = np.flatnonzero(distance == 2)
     if len(pair) == 0:
         return False, False
     delta = positions[pair].astype(np.int64) - positions[i]
     faster = times[pair] < times[i]
     step = np.abs(delta).sum(axis=1) == 2
-    # the two one-knob configs between i and each pair move, by code
-    halves = codes[i] + (delta * strides)[delta != 0].reshape(-1, 2)
-    order = np.argsort(codes)
-    at = np.minimum(np.searchsorted(codes, halves, sorter=order), len(codes) - 1)
-    found = codes[order[at]] == halves
-    ran = found & np.isfinite(times[order[at]])
+    # the two one-knob configs between i and each pair move
+    halves = codes.find(codes.codes[i] + (delta * codes.strides)[delta != 0].reshape(-1, 2))
+    ran = (halves >= 0) & np.isfinite(times[halves])
     repair = ~ran.all(axis=1)
     return bool((faster & step).any()), bool((faster & repair).any())
 
@@ -76,7 +83,7 @@ def local_optima(positions: np.ndarray, times: np.ndarray) -> dict[str, float]:
     found: dict[int, list[float]] = {1: [], 2: []}
     sizes: dict[int, list[int]] = {1: [], 2: []}
     stuck = {"steps": 0, "repair": 0}
-    codes, strides = _codes(positions)
+    codes = _Codes(positions)
     for i in np.flatnonzero(np.isfinite(times)):
         distance = (positions != positions[i]).sum(axis=1)
         for d in (1, 2):
@@ -85,7 +92,7 @@ def local_optima(positions: np.ndarray, times: np.ndarray) -> dict[str, float]:
             if times[i] <= times[around].min(initial=np.inf):
                 found[d].append(float(times[i]) / best)
                 if d == 1 and times[i] > WITHIN * best:
-                    by_step, by_repair = _escapes(positions, times, int(i), codes, strides)
+                    by_step, by_repair = _escapes(positions, times, int(i), distance, codes)
                     stuck["steps"] += not by_step
                     stuck["repair"] += not by_repair
     return {

@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "local_optima.py"
 
 
-def test_a_coupled_pair_of_knobs_is_a_one_knob_trap_and_not_a_two_knob_one() -> None:
+def _benchmark() -> ModuleType:
     spec = importlib.util.spec_from_file_location("local_optima", SCRIPT)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+def test_a_coupled_pair_of_knobs_is_a_one_knob_trap_and_not_a_two_knob_one() -> None:
+    module = _benchmark()
     # 2 knobs of 3 values; (2, 2) is the optimum, (0, 0) a rest point of one-knob moves at 1.5x
     positions = np.array([(a, b) for a in range(3) for b in range(3)], dtype=np.int16)
     times = np.array([3.0 + 0.1 * a + 0.01 * b for a, b in positions])
@@ -26,10 +32,7 @@ def test_a_coupled_pair_of_knobs_is_a_one_knob_trap_and_not_a_two_knob_one() -> 
 
 
 def test_pair_steps_and_repairs_escape_only_the_rest_points_they_reach() -> None:
-    spec = importlib.util.spec_from_file_location("local_optima", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _benchmark()
     # 2 knobs of 3 values: (0, 0) rests at 1.5x under one-knob moves; the optimum (2, 2) is two
     # knobs away but not a pair step (each knob moves two steps); the only pair step from
     # (0, 0), (1, 1), did not run. While (2, 0) and (0, 2) both run, (2, 2) is no repair either.
