@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.scripts import load_script
+
 SCRIPT = Path(__file__).resolve().parent.parent / ".ci" / "gpu_check.py"
 
 
@@ -51,12 +53,7 @@ def test_the_report_shows_where_a_measurements_time_goes() -> None:
     """The measure_cost step's tables (from its whole output, not the output's tail) land in
     report.md, so a lent GPU's split of a measurement's time is read off the report, not dug
     out of a log."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("gpu_check", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script(SCRIPT)
     flush = (
         "L2 flush of 120 MiB: ms per call\n\n| flush | ms per call |\n|---|---|\n| memset | 0.03 |"
     )

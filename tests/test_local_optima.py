@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 
+from tests.scripts import load_script
+
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "local_optima.py"
 
 
 def _benchmark() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("local_optima", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT)
 
 
 def test_a_coupled_pair_of_knobs_is_a_one_knob_trap_and_not_a_two_knob_one() -> None:

@@ -3,25 +3,20 @@ choice of seeds alone can move it by, so that a change inside it is not taken fo
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from functools import cache
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 
+from tests.scripts import load_script
+
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "search_efficiency.py"
 
 
 @cache
 def _module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("search_efficiency", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["search_efficiency"] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT)
 
 
 def _runs(module: ModuleType, finals: list[float]) -> object:
