@@ -12,6 +12,7 @@ from ktune.cost_model.failures import FailureModel
 from ktune.search_space.parameters import Parameter
 from ktune.search_space.space import SearchSpace
 from ktune.tuner.proposals.restart import restart_point
+from ktune.tuner.proposals.slices import flip_effects, slice_start
 from ktune.tuner.strategies import Observation
 from ktune.tuner.strategies.auto import AutoSearch
 from ktune.tuner.strategies.bayes import BayesianSearch
@@ -64,7 +65,7 @@ def test_progress_ignores_creeping_and_follows_the_lineage() -> None:
     assert p.idle() == 2 and p.best_ms == 9.99
     p.restart(7)
     p.tell(7, 12.0)
-    assert p.lineage_best == (12.0, 7) and p.lineage_idle == 0
+    assert p.lineage_best == (12.0, 7) and p.lineage_idle == 0 and p.origin == 7
     p.lineage.add(8)
     p.tell(8, 13.0)
     assert p.lineage_idle == 1 and p.idle() == 4
@@ -135,13 +136,16 @@ def test_a_stalled_walk_restarts_far_from_its_incumbents(space: SearchSpace) -> 
     class Plain(AutoSearch):
         escape = False
 
+    class FarOnly(AutoSearch):
+        slice_min_effect = None
+
     configs = space.configs(range(len(space)))
     times = np.array([two_basins(c) for c in configs])
     failed = np.zeros(len(space), dtype=bool)
     plain = Plain(space, seed=1)
     run(plain, times, failed, 120)
     assert plain.progress.restarts == 0
-    strategy = AutoSearch(space, seed=1)
+    strategy = FarOnly(space, seed=1)
     origins: list[tuple[int, np.ndarray]] = []
     seen: list[int] = []
     while len(seen) < 120:
@@ -149,8 +153,8 @@ def test_a_stalled_walk_restarts_far_from_its_incumbents(space: SearchSpace) -> 
         best = strategy.best_measured(3)
         batch = strategy.ask(4)
         if strategy.progress.restarts > before:
-            origin = min(strategy.progress.lineage)
-            origins.append((origin, best))
+            assert strategy.progress.origin is not None
+            origins.append((strategy.progress.origin, best))
         strategy.tell([Observation(i, "ok", float(times[i]), 1.0) for i in batch])
         seen += batch
     assert strategy.progress.restarts >= 1
@@ -178,3 +182,99 @@ def test_auto_models_knob_pairs_and_other_strategies_do_not(space: SearchSpace) 
     assert not any(n.endswith("/s") for n in names)  # s takes 0: no log2, no pair
     plain = BayesianSearch(space, seed=0).model.extractor.names
     assert not any(n.startswith(("ldiff:", "lsum:")) for n in plain)
+
+
+def code_paths(c: dict) -> float:
+    """Two code paths: s=0 is best at a=1, b=1, c=64, d=64 (time 2), s=1 at a=8, b=4, c=16,
+    d=2 (time 1); far from its own optimum each path is several times slower than the other."""
+    log2 = [math.log2(c[k]) for k in "abcd"]
+    if c["s"]:
+        return 1.0 + 2.0 * sum((x - v) ** 2 for x, v in zip(log2, (3, 2, 4, 1)))
+    return 2.0 + 0.1 * sum((x - v) ** 2 for x, v in zip(log2, (0, 0, 6, 6)))
+
+
+def test_flip_effects_are_median_ratios_of_pairs_differing_in_one_knob(
+    space: SearchSpace,
+) -> None:
+    def at(**c: int) -> int:
+        index = space.index(c)
+        assert index is not None
+        return index
+
+    times = {
+        at(a=1, b=1, c=1, d=1, s=0): 1.0,
+        at(a=1, b=1, c=1, d=1, s=1): 4.0,  # s flipped: 4x
+        at(a=2, b=1, c=1, d=1, s=0): 3.0,
+        at(a=2, b=1, c=1, d=1, s=1): 1.5,  # 2x the other way
+        at(a=4, b=1, c=1, d=1, s=1): 9.0,  # no partner measured
+        at(a=8, b=2, c=1, d=1, s=0): 1.0,
+        at(a=8, b=2, c=1, d=1, s=1): 3.0,  # 3x
+    }
+    effects = flip_effects(space, times)
+    assert set(effects) == {4}  # only s takes two values
+    assert effects[4] == pytest.approx(3.0)
+    assert flip_effects(space, {}) == {}
+    assert flip_effects(space, {at(a=1, b=1, c=1, d=1, s=0): 1.0}) == {}
+
+
+def test_a_slice_starts_at_its_best_measured_config_or_the_best_predicted_one(
+    space: SearchSpace,
+) -> None:
+    rng = np.random.default_rng(0)
+    s = space.positions(np.arange(len(space)))[:, 4]
+    ones = np.flatnonzero(s == 1)
+    times = {int(ones[3]): 2.0, int(ones[7]): 1.5, int(np.flatnonzero(s == 0)[0]): 0.5}
+    assert slice_start(space, lambda i: i, 4, 1, times, set(times), rng) == (int(ones[7]), True)
+    start = slice_start(space, lambda i: -i.astype(float), 4, 0, {}, set(), rng, pool=2000)
+    assert start is not None and s[start[0]] == 0 and not start[1]
+    assert start[0] == int(np.flatnonzero(s == 0)[0])  # the best by acquisition in the slice
+    assert slice_start(space, lambda i: i, 4, 1, {}, set(ones.tolist()), rng) is None
+
+
+def walk_restarts(strategy: AutoSearch, times: np.ndarray, n: int) -> list[tuple[int, int]]:
+    """Run ``strategy`` for ``n`` measurements; per restart, (origin, best before it). Checks
+    that a slice restart's lineage keeps the pinned knob at the origin's value."""
+    found: list[tuple[int, int]] = []
+    positions = strategy.space.positions(np.arange(len(strategy.space)))
+    pinned: int | None = None
+    seen = 0
+    while seen < n:
+        before = strategy.progress.restarts, set(strategy.pinned)
+        incumbents = strategy.best_measured(1)
+        best = int(incumbents[0]) if len(incumbents) else -1
+        batch = strategy.ask(4)
+        origin = strategy.progress.origin
+        if strategy.progress.restarts > before[0]:
+            assert origin is not None
+            found.append((origin, best))
+            new = strategy.pinned - before[1]
+            pinned = new.pop() if new else None
+        if pinned is not None:
+            lineage = list(strategy.progress.lineage)
+            assert (positions[lineage, pinned] == positions[origin, pinned]).all()
+        strategy.tell([Observation(i, "ok", float(times[i]), 1.0) for i in batch])
+        seen += len(batch)
+    return found
+
+
+def test_a_stalled_walk_crosses_a_code_path_knob_that_matters(space: SearchSpace) -> None:
+    """Where a two-valued knob switches code paths (time ratios of several x between the two
+    values), ``auto``'s first restart walks the other path: the knob pinned at the value the
+    best config lacks. Where the knob changes nothing, restarts stay far ones."""
+    configs = space.configs(range(len(space)))
+    positions = space.positions(np.arange(len(space)))
+    times = np.array([code_paths(c) for c in configs])
+    slices = 0
+    for seed in range(3):
+        strategy = AutoSearch(space, seed=seed)
+        restarts = walk_restarts(strategy, times, 120)
+        assert restarts
+        origin, best = restarts[0]
+        assert positions[origin, 4] != positions[best, 4]
+        slices += 4 in strategy.pinned
+    assert slices == 3
+
+    flat = np.array([code_paths({**c, "s": 1}) for c in configs])  # s changes nothing
+    strategy = AutoSearch(space, seed=0)
+    assert walk_restarts(strategy, flat, 120)
+    assert not strategy.pinned

@@ -33,6 +33,7 @@ from ktune.search_space.space import SearchSpace
 from ktune.tuner.proposals.coordinate import coordinate_moves
 from ktune.tuner.proposals.restart import restart_point
 from ktune.tuner.proposals.rl_agent import KnobMoveAgent
+from ktune.tuner.proposals.slices import flip_effects, slice_start
 from ktune.tuner.strategies.base import Observation, SearchContext
 from ktune.tuner.strategies.model_guided import ModelGuided
 from ktune.tuner.strategies.progress import Progress, RankTrust
@@ -79,6 +80,10 @@ class AutoSearch(ModelGuided):
     #: incumbents: few enough that the model's bias, which stalled the walk, does not decide
     #: alone where it starts again
     restart_pool: ClassVar[int] = 64
+    #: every other restart pins a two-valued knob whose measured flip effect (median time ratio
+    #: of measured pairs differing in it alone) is above this, at the value the best config
+    #: lacks, and walks that slice (``ktune.tuner.proposals.slices``; None: far restarts only)
+    slice_min_effect: ClassVar[float | None] = 1.25
 
     def __init__(
         self, space: SearchSpace, *, seed: int | None = None, context: SearchContext | None = None
@@ -97,6 +102,8 @@ class AutoSearch(ModelGuided):
         self.failures = FailureModel(seed=seed or 0)
         self._fail_table: np.ndarray | None = None  # P(fail) of every config (small spaces)
         self._failures_stale = False
+        self.pin: int | None = None  # the knob the current lineage keeps fixed
+        self.pinned: set[int] = set()  # knobs a slice restart has pinned (once each)
 
     def _explorers_turn(self) -> bool:
         """Whether proposal number ``_proposed`` is the explorer's: one in ``explorer_share``
@@ -196,28 +203,81 @@ class AutoSearch(ModelGuided):
             or progress.lineage_idle > self.knobs
             or len(progress.lineage) > 2 * self.knobs
         ):
-            point = restart_point(
-                self.space,
-                self._optimistic,
-                np.concatenate([self.best_measured(3), self._lineage_best()]),
-                taken,
-                self.rng,
-                min_distance=max(1, math.ceil(self.knobs / 2)),
-                fail_probability=self.fail_probability,
-                pool=self.restart_pool,
-            )
-            if point is None:
+            found = self._restart(taken)
+            if found is None:
                 return []
-            progress.restart(point)
-            picks.append(point)
+            picks += found
         start = self._lineage_best()
         if len(start):
             walk = coordinate_moves(
-                self.space, self.acquisition, start, taken, math.ceil(2 * k / 3) - len(picks)
+                self.space,
+                self.acquisition,
+                start,
+                taken | self._off_slice(int(start[0])),
+                math.ceil(2 * k / 3) - len(picks),
             )
             progress.lineage.update(walk)
             picks += walk
         return picks + super()._local_moves(k - len(picks), taken | set(picks))
+
+    def _restart(self, taken: set[int]) -> list[int] | None:
+        """Begin a new lineage: every other restart (the first included) a slice restart when
+        a knob qualifies, otherwise far from the incumbents. Returns what to measure now (the
+        restart point, none when it is measured already); ``None`` when nothing is left."""
+        self.pin = None
+        if self.slice_min_effect is not None and self.progress.restarts % 2 == 0:
+            found = self._slice_restart(taken)
+            if found is not None:
+                return found
+        point = restart_point(
+            self.space,
+            self._optimistic,
+            np.concatenate([self.best_measured(3), self._lineage_best()]),
+            taken,
+            self.rng,
+            min_distance=max(1, math.ceil(self.knobs / 2)),
+            fail_probability=self.fail_probability,
+            pool=self.restart_pool,
+        )
+        if point is None:
+            return None
+        self.progress.restart(point)
+        return [point]
+
+    def _slice_restart(self, taken: set[int]) -> list[int] | None:
+        """Pin the unpinned two-valued knob with the largest measured flip effect (above
+        ``slice_min_effect``) at the value the best config lacks, and start the lineage at the
+        best config of that slice (``ktune.tuner.proposals.slices``); ``None`` when no knob
+        qualifies."""
+        assert self.slice_min_effect is not None
+        times = {i: o.time_ms for i, o in self._obs.items() if o.ok and o.time_ms}
+        best = self.best_measured(1)
+        if not len(best):
+            return None
+        here = self.space.positions(best)[0]
+        effects = flip_effects(self.space, times)
+        for knob in sorted(effects, key=lambda j: -effects[j]):
+            if effects[knob] <= self.slice_min_effect or knob in self.pinned:
+                continue
+            self.pinned.add(knob)
+            found = slice_start(
+                self.space, self._optimistic, knob, 1 - int(here[knob]), times, taken, self.rng
+            )
+            if found is None:
+                continue
+            start, measured = found
+            self.pin = knob
+            self.progress.restart(start, times[start] if measured else None)
+            return [] if measured else [start]
+        return None
+
+    def _off_slice(self, start: int) -> set[int]:
+        """The one-knob moves from ``start`` that leave the pinned slice (none unpinned)."""
+        if self.pin is None:
+            return set()
+        neighbours = self.space.neighbours(start, "hamming")
+        pinned = self.space.positions(neighbours)[:, self.pin]
+        return set(neighbours[pinned != self.space.positions([start])[0, self.pin]].tolist())
 
     def _lineage_best(self) -> np.ndarray:
         best = self.progress.lineage_best

@@ -27,6 +27,8 @@ class Progress:
     best_ms: float = math.inf
     gained_at: int = 0
     lineage: set[int] = field(default_factory=set)
+    #: where the current lineage started
+    origin: int | None = None
     lineage_best: tuple[float, int] | None = None
     #: lineage measurements since its best last improved
     lineage_idle: int = 0
@@ -51,10 +53,12 @@ class Progress:
         """Measurements since the last progress."""
         return self.told - self.gained_at
 
-    def restart(self, index: int) -> None:
-        """Begin a new lineage at ``index`` (the old one is forgotten)."""
+    def restart(self, index: int, time_ms: float | None = None) -> None:
+        """Begin a new lineage at ``index`` (the old one is forgotten); ``time_ms`` when it is
+        measured already."""
         self.lineage = {index}
-        self.lineage_best = None
+        self.origin = index
+        self.lineage_best = None if time_ms is None else (time_ms, index)
         self.lineage_idle = 0
         self.restarts += 1
 
