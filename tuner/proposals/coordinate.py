@@ -30,11 +30,13 @@ def coordinate_moves(
     incumbents: np.ndarray,
     taken: Collection[int],
     k: int,
+    fixed: Collection[int] = (),
 ) -> list[int]:
     """Up to ``k`` distinct indices not in ``taken``: one-knob moves from ``incumbents``, at most
     one per knob per incumbent (so at most ``len(incumbents)`` times the number of knobs), the
     first incumbent's first; around each, the knobs with the fewest measured alternatives
-    first, each knob's value chosen by ``acquisition`` (higher is better)."""
+    first, each knob's value chosen by ``acquisition`` (higher is better). The knobs at
+    positions ``fixed`` are never moved."""
     picks: list[int] = []
     seen = set(taken)
     for incumbent in np.asarray(incumbents, dtype=np.int64):
@@ -46,6 +48,9 @@ def coordinate_moves(
         changed = (space.positions(neighbours) != space.positions([int(incumbent)])[0]).argmax(
             axis=1
         )
+        if fixed:
+            free_knob = ~np.isin(changed, np.fromiter(fixed, np.int64, len(fixed)))
+            neighbours, changed = neighbours[free_knob], changed[free_knob]
         measured = np.fromiter(
             (int(i) in seen for i in neighbours), dtype=bool, count=len(neighbours)
         )

@@ -213,8 +213,9 @@ class AutoSearch(ModelGuided):
                 self.space,
                 self.acquisition,
                 start,
-                taken | self._off_slice(int(start[0])),
+                taken,
                 math.ceil(2 * k / 3) - len(picks),
+                fixed=() if self.pin is None else (self.pin,),
             )
             progress.lineage.update(walk)
             picks += walk
@@ -250,7 +251,7 @@ class AutoSearch(ModelGuided):
         best config of that slice (``ktune.tuner.proposals.slices``); ``None`` when no knob
         qualifies."""
         assert self.slice_min_effect is not None
-        times = {i: o.time_ms for i, o in self._obs.items() if o.ok and o.time_ms}
+        times = {i: t for i, t in self.measured_times().items() if t}
         best = self.best_measured(1)
         if not len(best):
             return None
@@ -270,14 +271,6 @@ class AutoSearch(ModelGuided):
             self.progress.restart(start, times[start] if measured else None)
             return [] if measured else [start]
         return None
-
-    def _off_slice(self, start: int) -> set[int]:
-        """The one-knob moves from ``start`` that leave the pinned slice (none unpinned)."""
-        if self.pin is None:
-            return set()
-        neighbours = self.space.neighbours(start, "hamming")
-        pinned = self.space.positions(neighbours)[:, self.pin]
-        return set(neighbours[pinned != self.space.positions([start])[0, self.pin]].tolist())
 
     def _lineage_best(self) -> np.ndarray:
         best = self.progress.lineage_best
