@@ -129,6 +129,33 @@ def test_restart_points_are_far_from_the_incumbents_and_not_predicted_to_fail(
     )
 
 
+def walk_restarts(strategy: AutoSearch, times: np.ndarray, n: int) -> list[tuple[int, np.ndarray]]:
+    """Run ``strategy`` for ``n`` measurements; per restart, (origin, the 3 best measured
+    configs before it). Checks that a slice restart's lineage keeps the pinned knob at the
+    origin's value."""
+    found: list[tuple[int, np.ndarray]] = []
+    positions = strategy.space.positions(np.arange(len(strategy.space)))
+    pinned: int | None = None
+    seen = 0
+    while seen < n:
+        before = strategy.progress.restarts, set(strategy.pinned)
+        best = strategy.best_measured(3)
+        batch = strategy.ask(4)
+        assert batch
+        origin = strategy.progress.origin
+        if strategy.progress.restarts > before[0]:
+            assert origin is not None
+            found.append((origin, best))
+            new = strategy.pinned - before[1]
+            pinned = new.pop() if new else None
+        if pinned is not None:
+            lineage = list(strategy.progress.lineage)
+            assert (positions[lineage, pinned] == positions[origin, pinned]).all()
+        strategy.tell([Observation(i, "ok", float(times[i]), 1.0) for i in batch])
+        seen += len(batch)
+    return found
+
+
 def test_a_stalled_walk_restarts_far_from_its_incumbents(space: SearchSpace) -> None:
     """Once the walk has settled (no progress for ``patience`` measurements), ``auto`` starts
     lineages far from its best measurements; without the escape it never does."""
@@ -146,17 +173,7 @@ def test_a_stalled_walk_restarts_far_from_its_incumbents(space: SearchSpace) -> 
     run(plain, times, failed, 120)
     assert plain.progress.restarts == 0
     strategy = FarOnly(space, seed=1)
-    origins: list[tuple[int, np.ndarray]] = []
-    seen: list[int] = []
-    while len(seen) < 120:
-        before = strategy.progress.restarts
-        best = strategy.best_measured(3)
-        batch = strategy.ask(4)
-        if strategy.progress.restarts > before:
-            assert strategy.progress.origin is not None
-            origins.append((strategy.progress.origin, best))
-        strategy.tell([Observation(i, "ok", float(times[i]), 1.0) for i in batch])
-        seen += batch
+    origins = walk_restarts(strategy, times, 120)
     assert strategy.progress.restarts >= 1
     positions = space.positions(np.arange(len(space)))
     for origin, best in origins:
@@ -231,32 +248,6 @@ def test_a_slice_starts_at_its_best_measured_config_or_the_best_predicted_one(
     assert slice_start(space, lambda i: i, 4, 1, {}, set(ones.tolist()), rng) is None
 
 
-def walk_restarts(strategy: AutoSearch, times: np.ndarray, n: int) -> list[tuple[int, int]]:
-    """Run ``strategy`` for ``n`` measurements; per restart, (origin, best before it). Checks
-    that a slice restart's lineage keeps the pinned knob at the origin's value."""
-    found: list[tuple[int, int]] = []
-    positions = strategy.space.positions(np.arange(len(strategy.space)))
-    pinned: int | None = None
-    seen = 0
-    while seen < n:
-        before = strategy.progress.restarts, set(strategy.pinned)
-        incumbents = strategy.best_measured(1)
-        best = int(incumbents[0]) if len(incumbents) else -1
-        batch = strategy.ask(4)
-        origin = strategy.progress.origin
-        if strategy.progress.restarts > before[0]:
-            assert origin is not None
-            found.append((origin, best))
-            new = strategy.pinned - before[1]
-            pinned = new.pop() if new else None
-        if pinned is not None:
-            lineage = list(strategy.progress.lineage)
-            assert (positions[lineage, pinned] == positions[origin, pinned]).all()
-        strategy.tell([Observation(i, "ok", float(times[i]), 1.0) for i in batch])
-        seen += len(batch)
-    return found
-
-
 def test_a_stalled_walk_crosses_a_code_path_knob_that_matters(space: SearchSpace) -> None:
     """Where a two-valued knob switches code paths (time ratios of several x between the two
     values), ``auto``'s first restart walks the other path: the knob pinned at the value the
@@ -270,7 +261,7 @@ def test_a_stalled_walk_crosses_a_code_path_knob_that_matters(space: SearchSpace
         restarts = walk_restarts(strategy, times, 120)
         assert restarts
         origin, best = restarts[0]
-        assert positions[origin, 4] != positions[best, 4]
+        assert positions[origin, 4] != positions[best[0], 4]
         slices += 4 in strategy.pinned
     assert slices == 3
 
