@@ -10,7 +10,9 @@ other GPUs' recordings of the same kernel imported into the log first).
     python benchmarks/search_efficiency.py [FILES...] [--seeds 10] [--budget 200]
 
 Prints, per mode, the mean over spaces of the median best/optimum after k measurements, the
-fraction of runs within 5% of the optimum by 100, and the tuner's own time per measurement;
+fraction of runs within 5% of the optimum by 100, the tuner's own time per measurement (ask and
+tell) and the whole job's (start-up and log writes too), each also over the recording's median
+measurement time on the worst space;
 then, per space, the tail of every strategy (worst run, 10th percentile at 20/50/100, within
 5% by 100) with exact random search (sampling without replacement) as the reference.
 All figures come from replayed recordings (Benchmark Hub, see search_space/recorded/README.md).
@@ -24,6 +26,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,7 +55,11 @@ class Runs:
     """Best/optimum curves of one strategy on one space, one row per seed."""
 
     curves: list[np.ndarray]
+    #: the strategy's ask and tell, per measurement (NaN: not ktune's)
     tuner_ms_per_measurement: list[float]
+    #: the whole job (creating it, start-up, ask/tell, log writes, the replay's lookups) per
+    #: measurement, wall time
+    job_ms_per_measurement: list[float] = field(default_factory=list)
     #: exact P(within 5% by k), where known (random search); else counted over the curves
     exact_within: dict[int, float] = field(default_factory=dict)
     #: exact quantile curves (quantile -> best/optimum after each k), where known (random)
@@ -165,20 +172,24 @@ def _ratio(a: int, n: int, k: int) -> float:
 
 def run_ktune(
     path: Path, rec: RecordedSpace, name: str, seed: int, budget: int, template: Path, tmp: Path
-) -> tuple[np.ndarray, float]:
+) -> tuple[np.ndarray, float, float]:
+    """One job on the replayed recording: its best/optimum curve, then the tuner's ask/tell
+    time and the whole job's wall time (from creating it to its last log write), both in ms
+    per measurement."""
     db = tmp / f"run-{name}-{seed}.db"
     shutil.copy(template, db)
     with TuningLog.open(f"sqlite:///{db}") as tlog:
         source = ReplaySource.open(path)
+        started = time.perf_counter()
         job = create_job(
             tlog, JobRequest(source, name, Budget(max_trials=budget), seed=seed, batch_size=1)
         )
         outcome = run_job(tlog, job.id, source=source)
+        job_s = time.perf_counter() - started
         keys = [t.config_key for t in tlog.job_trials(job.id)]
     db.unlink()
-    return best_curve(rec, keys, budget), 1000.0 * outcome.state.tuner_s / max(
-        1, outcome.state.n_trials
-    )
+    n = max(1, outcome.state.n_trials)
+    return best_curve(rec, keys, budget), 1000.0 * outcome.state.tuner_s / n, 1000.0 * job_s / n
 
 
 def make_template(tmp: Path, name: str, imports: list[RecordedSpace]) -> Path:
@@ -245,9 +256,12 @@ def main(argv: list[str] | None = None) -> int:
                 for name in ours:
                     runs = Runs([], [])
                     for seed in range(args.first_seed, args.first_seed + args.seeds):
-                        curve, ms = run_ktune(f, rec, name, seed, args.budget, template, tmp)
+                        curve, ms, job_ms = run_ktune(
+                            f, rec, name, seed, args.budget, template, tmp
+                        )
                         runs.curves.append(curve)
                         runs.tuner_ms_per_measurement.append(ms)
+                        runs.job_ms_per_measurement.append(job_ms)
                     results[mode][f"ktune:{name}"][f] = runs
                     print(
                         f"# {mode:8s} {label:24s} ktune:{name:12s} "
@@ -287,29 +301,24 @@ def print_table(
         "| strategy | "
         + " | ".join(f"@{k}" for k in cps)
         + " | within 5% by 10 | within 5% by 100 | 90% interval (seeds) | tuner ms/meas. | "
-        "tuner / measurement time (worst space) |"
+        "tuner / measurement time (worst space) | job ms/meas. | "
+        "job / measurement time (worst space) |"
     )
-    print("|---|" + "---|" * (len(cps) + 5))
+    print("|---|" + "---|" * (len(cps) + 7))
     for name, per in sorted(
         table.items(), key=lambda kv: statistics.mean(r.median_at(100) for r in kv[1].values())
     ):
         cells = [f"{statistics.mean(per[f].median_at(k) for f in per):.3f}" for k in cps]
         within = [r.within(100) for r in per.values()]
         within10 = [r.within(10) for r in per.values()]
-        ms = [m for r in per.values() for m in r.tuner_ms_per_measurement if not math.isnan(m)]
-        shares = [
-            statistics.median(r.tuner_ms_per_measurement) / cost_ms[f]
-            for f, r in per.items()
-            if not any(math.isnan(m) for m in r.tuner_ms_per_measurement)
-        ]
         print(
             f"| {name} | "
             + " | ".join(cells)
             + f" | {statistics.mean(within10):.2f} | {statistics.mean(within):.2f} | "
             + "{:.2f}-{:.2f} | ".format(*within_interval(per))
-            + (f"{statistics.median(ms):.1f}" if ms else "-")
+            + cost_cells({f: r.tuner_ms_per_measurement for f, r in per.items()}, cost_ms)
             + " | "
-            + (f"{100 * max(shares):.2f}%" if shares and max(shares) > 0 else "-")
+            + cost_cells({f: r.job_ms_per_measurement for f, r in per.items()}, cost_ms)
             + " |"
         )
     print_tails(table, spaces)
@@ -332,6 +341,18 @@ def print_table(
             )
             + " |"
         )
+
+
+def cost_cells(per: dict[Path, list[float]], cost_ms: dict[Path, float]) -> str:
+    """Two table cells from one cost (ms per measurement, one value per run, per space): the
+    median over all runs, and the worst space's median over its median measurement time;
+    ``-`` for a strategy that is not ktune's (no value, NaN or zero)."""
+    timed = {f: v for f, v in per.items() if v and all(m > 0 for m in v)}
+    if not timed:
+        return "- | -"
+    worst = max(statistics.median(v) / cost_ms[f] for f, v in timed.items())
+    median = statistics.median(m for v in timed.values() for m in v)
+    return f"{median:.1f} | {100 * worst:.2f}%"
 
 
 def print_tails(table: dict[str, dict[Path, Runs]], spaces: list[Path]) -> None:
