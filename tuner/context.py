@@ -25,7 +25,8 @@ def search_context(
     with_prior: bool,
     limit: PriorLimit | None = None,
 ) -> SearchContext:
-    """The job's workload and device (with its spec when known) and, when ``with_prior``,
+    """The job's workload and device (with its spec when known), its measurement budget and,
+    when ``with_prior``,
     the usable trials of a space with the same parameters in the log, except the job's own:
     so a resumed job sees the same prior as when it started (its own trials are replayed).
     ``limit`` bounds the trials loaded (``ktune.cost_model.prior``), drawn with the job's seed."""
@@ -47,4 +48,10 @@ def search_context(
                 seed=job.spec.seed or 0,
             )
         )
-    return SearchContext(workload=workload, device=job.device_name, spec=spec, prior=prior)
+    return SearchContext(
+        workload=workload,
+        device=job.device_name,
+        spec=spec,
+        prior=prior,
+        max_trials=job.spec.budget_trials,
+    )

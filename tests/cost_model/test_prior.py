@@ -156,6 +156,7 @@ def test_a_tuning_job_loads_a_bounded_reproducible_prior(
         big_log, job, source.space, source.workload, with_prior=True, limit=limit
     )
     assert len(first.prior) == 120
+    assert first.max_trials == 12  # the job's budget, for a strategy that paces itself
     assert [_key(s) for s in first.prior] == [_key(s) for s in again.prior]
     assert sum(s.device == A4000 for s in first.prior) == 50  # the job's own device comes first
     outcome = run_job(big_log, job.id, source=source)

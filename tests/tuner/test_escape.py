@@ -13,7 +13,7 @@ from ktune.search_space.parameters import Parameter
 from ktune.search_space.space import SearchSpace
 from ktune.tuner.proposals.restart import restart_point
 from ktune.tuner.proposals.slices import flip_effects, slice_start
-from ktune.tuner.strategies import Observation
+from ktune.tuner.strategies import Observation, SearchContext
 from ktune.tuner.strategies.auto import AutoSearch
 from ktune.tuner.strategies.bayes import BayesianSearch
 from ktune.tuner.strategies.progress import Progress, RankTrust
@@ -179,6 +179,26 @@ def test_a_stalled_walk_restarts_far_from_its_incumbents(space: SearchSpace) -> 
     for origin, best in origins:
         assert origin not in set(best.tolist())
         assert (positions[origin] != positions[best]).sum(axis=1).min() >= 3
+
+
+def test_patience_shrinks_with_the_budget_left() -> None:
+    """With 13 knobs a walk is stalled after 26 measurements without progress; in a job of 100
+    measurements, after no more than a quarter of what is left (8 at the least), so a stall late
+    in a short job still leaves room to restart. Without a measurement budget the knobs alone
+    decide."""
+    space = SearchSpace([Parameter.of(f"k{i}", [1, 2]) for i in range(13)])
+    unbounded = AutoSearch(space, seed=0)
+    paced = AutoSearch(space, seed=0, context=SearchContext(max_trials=100))
+    assert unbounded.patience == paced.patience == 26
+    expected = {0: 25, 20: 20, 50: 13, 70: 8, 100: 8}
+    for told, patience in expected.items():
+        unbounded.progress.told = paced.progress.told = told
+        assert unbounded.patience_now() == 26
+        assert paced.patience_now() == patience
+    paced.progress.told, paced.progress.gained_at = 60, 51
+    assert not paced.stalled()  # 9 without progress; 10 make a stall with 40 left
+    paced.progress.told = 61
+    assert paced.stalled()  # 10, and 10 with 39 left
 
 
 def test_auto_learns_where_configs_fail(space: SearchSpace) -> None:

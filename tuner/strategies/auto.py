@@ -69,6 +69,11 @@ class AutoSearch(ModelGuided):
     escape: ClassVar[bool] = True
     #: stalled after this many measurements without progress, per knob that varies
     patience_per_knob: ClassVar[float] = 2.0
+    #: and after no more than this share of the measurements the budget has left (None: the
+    #: knobs alone decide), so that a stall late in a short job still leaves room to restart
+    patience_share_of_left: ClassVar[float | None] = 0.25
+    #: the fewest measurements without progress that count as a stall
+    min_patience: ClassVar[int] = 8
     #: while stalled, the share of the non-local proposals drawn uniformly from the configs not
     #: predicted to fail (a floor of random search where the model misleads)
     stalled_random_share: ClassVar[float] = 0.25
@@ -96,7 +101,7 @@ class AutoSearch(ModelGuided):
         self._proposed = 0  # proposals handed out, the explorer's included
         self._explored: set[int] = set()  # the explorer's proposals
         self.knobs = sum(len(p.values) > 1 for p in space.parameters)
-        self.patience = max(8, math.ceil(self.patience_per_knob * self.knobs))
+        self.patience = max(self.min_patience, math.ceil(self.patience_per_knob * self.knobs))
         self.progress = Progress()
         self.trust = RankTrust()
         self.failures = FailureModel(seed=seed or 0)
@@ -155,7 +160,17 @@ class AutoSearch(ModelGuided):
     # --- the escape -----------------------------------------------------------------------
 
     def stalled(self) -> bool:
-        return self.escape and self.progress.idle() >= self.patience
+        return self.escape and self.progress.idle() >= self.patience_now()
+
+    def patience_now(self) -> int:
+        """Measurements without progress that make a stall now: ``patience`` (by the knobs),
+        capped at ``patience_share_of_left`` of the job's budget left, never under
+        ``min_patience``."""
+        budget, share = self.context.max_trials, self.patience_share_of_left
+        if budget is None or share is None:
+            return self.patience
+        left = max(0, budget - self.progress.told)
+        return max(self.min_patience, min(self.patience, math.ceil(share * left)))
 
     def fail_probability(self, indices: np.ndarray) -> np.ndarray:
         """P(fail) of ``indices`` by the failure model (zeros until it has seen failures)."""

@@ -52,12 +52,15 @@ class SearchContext:
     """What a strategy may know beyond its space: the job's workload and device, and the
     measurements of the same space that the tuning log held when the job was created (other
     devices, other workloads, earlier jobs; never this job's own trials). Strategies that
-    transfer knowledge read ``prior``; the others ignore the context."""
+    transfer knowledge read ``prior``; the others ignore the context. ``max_trials`` is the
+    job's measurement budget, its restored trials included (None: bounded by time or not at
+    all), for strategies that pace themselves by what is left."""
 
     workload: Workload | None = None
     device: str = ""
     spec: DeviceSpec | None = None
     prior: tuple[Sample, ...] = ()
+    max_trials: int | None = None
 
 
 class Strategy(ABC):
