@@ -57,6 +57,8 @@ def jobs_in(url: str) -> list[int]:
 
 
 def tuned_job(capsys: pytest.CaptureFixture[str], url: str, *extra: str) -> int:
+    """A finished 3-measurement job. Seeded: 8% of the recording's configs fail, so an unseeded
+    draw of 3 all failed (and the job with them) in about 1 run in 2,000."""
     code, _, stderr = ktune(
         capsys,
         "tune",
@@ -66,6 +68,8 @@ def tuned_job(capsys: pytest.CaptureFixture[str], url: str, *extra: str) -> int:
         "3",
         "--strategy",
         "random",
+        "--seed",
+        "1",
         "-q",
         "--db",
         url,
