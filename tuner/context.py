@@ -26,9 +26,9 @@ def search_context(
     limit: PriorLimit | None = None,
 ) -> SearchContext:
     """The job's workload and device (with its spec when known), its measurement budget and,
-    when ``with_prior``,
-    the usable trials of a space with the same parameters in the log, except the job's own:
-    so a resumed job sees the same prior as when it started (its own trials are replayed).
+    when ``with_prior``, the usable trials of a space with the same parameters in the log,
+    except the job's own: so a resumed job sees the same prior as when it started (its own
+    trials are replayed).
     ``limit`` bounds the trials loaded (``ktune.cost_model.prior``), drawn with the job's seed."""
     from ktune.cost_model.devices import resolve
     from ktune.tuner.training import samples_from_log
