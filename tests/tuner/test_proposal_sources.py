@@ -276,20 +276,55 @@ def test_auto_without_a_log_has_no_explorer(space: SearchSpace, times: np.ndarra
     assert strategy.explorer is None  # type: ignore[attr-defined]
 
 
-def test_plans_grow_when_measurements_are_cheap(space: SearchSpace, times: np.ndarray) -> None:
-    """Tuner time stays a small share of measurement time: the shortest plans (4) for
-    compile-and-run costs of seconds, longer plans (up to the cap) for a kernel measured in
-    0.1 s, the same plan lengths for the same measurements (an estimate, not a clock)."""
-    lengths = {}
+def test_refits_are_spaced_when_measurements_are_cheap(
+    space: SearchSpace, times: np.ndarray
+) -> None:
+    """Tuner time stays a small share of measurement time: the model refits every plan (4)
+    for compile-and-run costs of seconds, every few plans for a kernel measured in 0.1 s, up
+    to the cap, the same intervals for the same measurements (an estimate, not a clock)."""
+    intervals = {}
     for cost in (2.0, 0.2, 0.1, 0.001):
         strategy = strategies.create("auto", space, seed=0)
         batch = strategy.ask(8)
         strategy.tell([Observation(i, "ok", float(times[i]), cost) for i in batch])
-        lengths[cost] = strategy.plan_length()  # type: ignore[attr-defined]
-    assert lengths[2.0] == 4 < lengths[0.2] < lengths[0.1] < lengths[0.001] == 64
+        intervals[cost] = strategy.refit_interval()  # type: ignore[attr-defined]
+        assert strategy.plan_length() == 4  # type: ignore[attr-defined]
+    assert intervals[2.0] == 4 < intervals[0.2] < intervals[0.1] < intervals[0.001] == 64
     unknown = strategies.create("auto", space, seed=0)
     unknown.tell([Observation(i, "ok", float(times[i])) for i in unknown.ask(8)])
-    assert unknown.plan_length() == 4  # type: ignore[attr-defined]
+    assert unknown.refit_interval() == 4  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("cost", [2.0, 0.001])
+def test_the_walk_follows_every_plan_however_cheap_the_measurements(
+    space: SearchSpace, times: np.ndarray, cost: float
+) -> None:
+    """With measurements so cheap that the model refits only every 64, plans stay 4 long on
+    the last model's table: as with costly ones, most proposals are one-knob moves from the
+    two best measurements at the time they are asked, and the model refits at most once per
+    interval."""
+    strategy = strategies.create("auto", space, seed=2)
+    refits = 0
+    update = strategy.model.update  # type: ignore[attr-defined]
+
+    def counted(samples: list[Sample]) -> None:
+        nonlocal refits
+        refits += 1
+        update(samples)
+
+    strategy.model.update = counted  # type: ignore[attr-defined]
+    measured: list[int] = []
+    moves = 0
+    for _ in range(60):
+        (index,) = strategy.ask(1)
+        if len(measured) >= 8:
+            two_best = sorted(measured, key=lambda i: times[i])[:2]
+            knobs_moved = np.sum(space.positions(two_best) != space.positions([index]), axis=1)
+            moves += int(knobs_moved.min() == 1)
+        strategy.tell([Observation(index, "ok", float(times[index]), cost)])
+        measured.append(index)
+    assert moves >= 0.4 * (len(measured) - 8)
+    assert refits <= (1 if cost < 0.01 else 13)
 
 
 def test_auto_on_a_space_too_large_to_score_whole(space: SearchSpace, times: np.ndarray) -> None:

@@ -57,9 +57,10 @@ class AutoSearch(ModelGuided):
     )
     #: proposals made by the transferred model alone before the explorer's first
     explorer_after: ClassVar[int] = 8
-    #: proposals planned at once, at least (more when measurements are cheap, see
-    #: ``plan_length``): 4 keeps the 3:1 split of local moves and pooled proposals and refits
-    #: the model twice as often as 8 did, which the first 50 measurements gain most from
+    #: proposals planned at once (however cheap measurements are; the model's refits are
+    #: spaced out instead, see ``refit_interval``): 4 keeps the 3:1 split of local moves and
+    #: pooled proposals and refits the model twice as often as 8 did, which the first 50
+    #: measurements gain most from
     plan_size: ClassVar[int] = 4
     #: the shortest plan with a prior in the log: its first plan is the transferred model's
     #: ranking alone (nothing measured to walk around yet), and transfer was measured with 8
@@ -106,7 +107,8 @@ class AutoSearch(ModelGuided):
         self.trust = RankTrust()
         self.failures = FailureModel(seed=seed or 0)
         self._fail_table: np.ndarray | None = None  # P(fail) of every config (small spaces)
-        self._failures_stale = False
+        self._failures_new = False  # a failure told since the cost model's last refit
+        self._failures_stale = False  # the failure model is due a refit
         self.pin: int | None = None  # the knob the current lineage keeps fixed
         self.pinned: set[int] = set()  # knobs a slice restart has pinned (once each)
 
@@ -150,12 +152,19 @@ class AutoSearch(ModelGuided):
                 time_ms = o.time_ms if o.ok else None
                 self.progress.tell(o.index, time_ms)
                 self.trust.tell(o.index, time_ms)
-                self._failures_stale |= not o.ok
+                self._failures_new |= not o.ok
         super().tell(observations)
         if self.explorer is not None:
             own = [o for o in observations if o.index in self._explored]
             if own:
                 self.explorer.tell(own)
+
+    def _refresh(self) -> bool:
+        """The cost model's refit, and the failure model's with it (it is as costly)."""
+        refitted = super()._refresh()
+        if refitted and self._failures_new:
+            self._failures_new, self._failures_stale = False, True
+        return refitted
 
     # --- the escape -----------------------------------------------------------------------
 

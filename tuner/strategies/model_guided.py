@@ -11,13 +11,16 @@ give a share of each plan (``coordinate_share``) to one-knob moves around the be
 measurements (``ktune.tuner.proposals.coordinate``), so the search also converges locally.
 
 Tuner time is amortised: proposals are planned ``plan_size`` at a time (at least the batch
-asked for), so the model is refitted, the space scored and the sources run once per plan, not
-per measurement. Spaces up to ``exhaustive_limit`` configs are scored whole once per plan, and
-the sources (annealing, the RL agent) then read scores from that table. When measurements are
-so cheap that a plan of ``plan_size`` would cost more than ``tuner_share`` of their time (a
-kernel that compiles and runs in 0.1 s), plans grow, up to ``max_plan_size``: the plan's cost
-is estimated from the work it does (:meth:`ModelGuided.plan_seconds`), not read from a clock,
-so a seeded job still proposes the same sequence.
+asked for), so the sources run once per plan, not per measurement, and the model is refitted
+and the space scored at most once per plan. Spaces up to ``exhaustive_limit`` configs are
+scored whole once per refit, and the sources (annealing, the RL agent) then read scores from
+that table. When measurements are so cheap that refitting every plan would cost more than
+``tuner_share`` of their time (a kernel that compiles and runs in 0.1 s), refits are spaced
+further apart, up to ``max_plan_size`` measurements (:meth:`ModelGuided.refit_interval`), while
+plans stay short: between refits each plan reads the last model's table, so the one-knob walk
+still moves from the best measurement every few measurements. The refit's cost is estimated
+from the work it does (:meth:`ModelGuided.plan_seconds`), not read from a clock, so a seeded
+job still proposes the same sequence.
 """
 
 from __future__ import annotations
@@ -64,9 +67,9 @@ class ModelGuided(Strategy):
     plan_size_with_prior: ClassVar[int | None] = None
     #: spaces up to this size are scored exhaustively and their features cached
     exhaustive_limit: ClassVar[int] = 200_000
-    #: the largest plan, however cheap measurements are
+    #: the most measurements between refits of the model, however cheap measurements are
     max_plan_size: ClassVar[int] = 64
-    #: the share of the measurement time that planning aims to stay under
+    #: the share of the measurement time that planning (refits included) aims to stay under
     tuner_share: ClassVar[float] = 0.02
     #: share of each plan given to one-knob moves around the best measurements (0: none)
     coordinate_share: ClassVar[float] = 0.0
@@ -180,29 +183,39 @@ class ModelGuided(Strategy):
         self._own.extend(samples)
         self._unfitted.extend(samples)
 
-    def _refresh(self) -> None:
-        """Bring the model up to date with what was told since the last plan; rescore."""
+    def _refresh(self) -> bool:
+        """Bring the model up to date with what was told since its last fit and rescore, once
+        ``refit_interval`` measurements are new (or for its first fit); whether it refitted."""
         if not self._unfitted:
-            return
+            return False
         if self.model.fitted:
+            if len(self._unfitted) < self.refit_interval():
+                return False  # measurements are cheap: plan on the last model's table for now
             self.model.update(self._unfitted)
         elif sum(s.ok for s in self._own) >= 2 and len(self._own) >= self.n_init:
             self.model.fit(self._prior + self._own)
         else:
-            return
+            return False
         self._unfitted = []
         self._table = None
+        return True
 
     # --- planning -----------------------------------------------------------------------
 
     def plan_length(self) -> int:
-        """Proposals to plan at once: ``plan_size``, or more when measurements are so cheap
-        that planning would cost more than ``tuner_share`` of their time: the smallest ``n``
-        with ``plan_seconds(n) / n <= tuner_share * median measurement cost``, at most
-        ``max_plan_size``."""
-        shortest = self.plan_size
+        """Proposals to plan at once: ``plan_size``, or ``plan_size_with_prior`` when the log
+        holds measurements of the space."""
         if self._has_prior and self.plan_size_with_prior is not None:
-            shortest = self.plan_size_with_prior
+            return self.plan_size_with_prior
+        return self.plan_size
+
+    def refit_interval(self) -> int:
+        """Measurements between refits of the model: one plan (``plan_length``), or more when
+        measurements are so cheap that refitting every plan would cost more than
+        ``tuner_share`` of their time: the smallest ``n`` with ``plan_seconds(n) / n <=
+        tuner_share * median measurement cost``, at most ``max_plan_size``. (Plans between
+        refits cost ``PLAN_S_PER_PROPOSAL`` per proposal, which the estimate counts.)"""
+        shortest = self.plan_length()
         costs = [o.cost_s for o in self._obs.values() if o.cost_s > 0]
         if not costs:
             return shortest
