@@ -160,7 +160,8 @@ class AutoSearch(ModelGuided):
                 self.explorer.tell(own)
 
     def _refresh(self) -> bool:
-        """The cost model's refit, and the failure model's with it (it is as costly)."""
+        """The cost model's refit; the failure model is due its own after a refit that follows
+        new failures, so it too refits once per ``refit_interval`` at most."""
         refitted = super()._refresh()
         if refitted and self._failures_new:
             self._failures_new, self._failures_stale = False, True

@@ -16,9 +16,9 @@ and the space scored at most once per plan. Spaces up to ``exhaustive_limit`` co
 scored whole once per refit, and the sources (annealing, the RL agent) then read scores from
 that table. When measurements are so cheap that refitting every plan would cost more than
 ``tuner_share`` of their time (a kernel that compiles and runs in 0.1 s), refits are spaced
-further apart, up to ``max_plan_size`` measurements (:meth:`ModelGuided.refit_interval`), while
-plans stay short: between refits each plan reads the last model's table, so the one-knob walk
-still moves from the best measurement every few measurements. The refit's cost is estimated
+further apart, up to ``max_refit_interval`` measurements (:meth:`ModelGuided.refit_interval`),
+while plans stay short: between refits each plan reads the last model's table, so the one-knob
+walk still moves from the best measurement every few measurements. The refit's cost is estimated
 from the work it does (:meth:`ModelGuided.plan_seconds`), not read from a clock, so a seeded
 job still proposes the same sequence.
 """
@@ -68,7 +68,7 @@ class ModelGuided(Strategy):
     #: spaces up to this size are scored exhaustively and their features cached
     exhaustive_limit: ClassVar[int] = 200_000
     #: the most measurements between refits of the model, however cheap measurements are
-    max_plan_size: ClassVar[int] = 64
+    max_refit_interval: ClassVar[int] = 64
     #: the share of the measurement time that planning (refits included) aims to stay under
     tuner_share: ClassVar[float] = 0.02
     #: share of each plan given to one-knob moves around the best measurements (0: none)
@@ -213,7 +213,7 @@ class ModelGuided(Strategy):
         """Measurements between refits of the model: one plan (``plan_length``), or more when
         measurements are so cheap that refitting every plan would cost more than
         ``tuner_share`` of their time: the smallest ``n`` with ``plan_seconds(n) / n <=
-        tuner_share * median measurement cost``, at most ``max_plan_size``. (Plans between
+        tuner_share * median measurement cost``, at most ``max_refit_interval``. (Plans between
         refits cost ``PLAN_S_PER_PROPOSAL`` per proposal, which the estimate counts.)"""
         shortest = self.plan_length()
         costs = [o.cost_s for o in self._obs.values() if o.cost_s > 0]
@@ -221,9 +221,9 @@ class ModelGuided(Strategy):
             return shortest
         per_proposal = self.tuner_share * float(np.median(costs)) - PLAN_S_PER_PROPOSAL
         if per_proposal <= 0:
-            return self.max_plan_size
+            return self.max_refit_interval
         need = math.ceil(self.plan_seconds(0) / per_proposal)
-        return int(min(self.max_plan_size, max(shortest, need)))
+        return int(min(self.max_refit_interval, max(shortest, need)))
 
     def plan_seconds(self, n: int) -> float:
         """Estimated time of a plan of ``n`` proposals on a slow machine: a linear model in the
