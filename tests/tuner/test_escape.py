@@ -11,6 +11,7 @@ import pytest
 from ktune.cost_model.failures import FailureModel
 from ktune.search_space.parameters import Parameter
 from ktune.search_space.space import SearchSpace
+from ktune.tuner.proposals.recombination import recombine
 from ktune.tuner.proposals.restart import restart_point
 from ktune.tuner.proposals.slices import flip_effects, slice_start
 from ktune.tuner.strategies import Observation, SearchContext
@@ -289,3 +290,73 @@ def test_a_stalled_walk_crosses_a_code_path_knob_that_matters(space: SearchSpace
     strategy = AutoSearch(space, seed=0)
     assert walk_restarts(strategy, flat, 120)
     assert not strategy.pinned
+
+
+def test_recombination_mixes_the_knobs_of_two_best_measurements(space: SearchSpace) -> None:
+    positions = space.positions(np.arange(len(space)))
+    p = int(space.index({"a": 1, "b": 2, "c": 4, "d": 8, "s": 0}))
+    q = int(space.index({"a": 16, "b": 32, "c": 64, "d": 1, "s": 1}))
+    parents = np.array([p, q])
+    rng = np.random.default_rng(0)
+    wanted = int(space.index({"a": 16, "b": 2, "c": 64, "d": 8, "s": 0}))
+    child = recombine(space, lambda i: -np.abs(i - wanted).astype(float), parents, set(), rng)
+    assert child == wanted  # the model's pick among the crossovers drawn
+    for _ in range(20):
+        child = recombine(space, lambda i: rng.random(len(i)), parents, set(), rng)
+        assert child is not None and child not in (p, q)
+        from_p = positions[child] == positions[p]
+        assert (from_p | (positions[child] == positions[q])).all()  # every knob from a parent
+    assert recombine(space, lambda i: i, parents[:1], set(), rng) is None
+    every = set(range(len(space)))
+    assert recombine(space, lambda i: i, parents, every, rng) is None
+
+
+def twin_basins(c: dict) -> float:
+    """Two basins of nearly equal depth at opposite corners: a=2, b=2, c=32, d=32, s=1 (time 2)
+    and a=32, b=32, c=2, d=2, s=0 (time 2.1); time grows by 1 per doubling away."""
+    log2 = [math.log2(c[k]) for k in "abcd"]
+    one = 2.0 + sum(abs(x - v) for x, v in zip(log2, (1, 1, 5, 5))) + (0 if c["s"] else 3)
+    two = 2.1 + sum(abs(x - v) for x, v in zip(log2, (5, 5, 1, 1))) + (3 if c["s"] else 0)
+    return min(one, two)
+
+
+def test_a_stalled_walk_recombines_its_best_measurements_every_other_plan(
+    space: SearchSpace,
+) -> None:
+    """While stalled, the draw outside the walk alternates between a recombination of the best
+    measurements (while one is left unmeasured) and a uniform draw; with
+    ``recombination_parents`` 0 it is always a uniform one."""
+    configs = space.configs(range(len(space)))
+    positions = space.positions(np.arange(len(space)))
+    times = np.array([twin_basins(c) for c in configs])
+
+    def stalled_draws(strategy: AutoSearch) -> list[bool]:
+        """Per stalled plan, whether its draw takes every knob from one of the 4 best."""
+        draws: list[bool] = []
+        wide = strategy._wide_picks
+
+        def watched(n: int, taken: set[int]) -> list[int]:
+            parents = positions[strategy.best_measured(4)]
+            picks = wide(n, taken)
+            if strategy.stalled() and strategy.trust.trusted and picks:
+                draws.append(bool((positions[picks[0]][None, :] == parents).any(axis=0).all()))
+            return picks
+
+        strategy._wide_picks = watched  # type: ignore[method-assign]
+        seen = 0
+        while seen < 120:
+            batch = strategy.ask(4)
+            strategy.tell([Observation(i, "ok", float(times[i]), 1.0) for i in batch])
+            seen += len(batch)
+        return draws
+
+    class NoRecombination(AutoSearch):
+        recombination_parents = 0
+
+    mixed = plain = 0
+    for seed in range(3):
+        draws = stalled_draws(AutoSearch(space, seed=seed))
+        assert draws[0] and not draws[1] and draws[2]
+        mixed += sum(draws)
+        plain += sum(stalled_draws(NoRecombination(space, seed=seed)))
+    assert plain < mixed / 2

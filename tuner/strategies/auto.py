@@ -31,6 +31,7 @@ import numpy as np
 from ktune.cost_model.failures import FailureModel
 from ktune.search_space.space import SearchSpace
 from ktune.tuner.proposals.coordinate import coordinate_moves
+from ktune.tuner.proposals.recombination import recombine
 from ktune.tuner.proposals.restart import restart_point
 from ktune.tuner.proposals.rl_agent import KnobMoveAgent
 from ktune.tuner.proposals.slices import flip_effects, slice_start
@@ -65,8 +66,8 @@ class AutoSearch(ModelGuided):
     #: the shortest plan with a prior in the log: its first plan is the transferred model's
     #: ranking alone (nothing measured to walk around yet), and transfer was measured with 8
     plan_size_with_prior: ClassVar[int | None] = 8
-    #: the escape (restarts when stalled, random draws, the model's ranking once it beats
-    #: chance); off, ``auto`` plans as it did before it (for comparisons)
+    #: the escape (restarts when stalled, random draws and recombinations, the model's ranking
+    #: once it beats chance); off, ``auto`` plans as it did before it (for comparisons)
     escape: ClassVar[bool] = True
     #: stalled after this many measurements without progress, per knob that varies
     patience_per_knob: ClassVar[float] = 2.0
@@ -78,6 +79,10 @@ class AutoSearch(ModelGuided):
     #: while stalled, the share of the non-local proposals drawn uniformly from the configs not
     #: predicted to fail (a floor of random search where the model misleads)
     stalled_random_share: ClassVar[float] = 0.25
+    #: while stalled, every other plan's random draw is instead a recombination of the best
+    #: measurements (``ktune.tuner.proposals.recombination``): the model's pick among
+    #: crossovers of these many best configs (0: never)
+    recombination_parents: ClassVar[int] = 4
     #: the model also sees log2 ratios and products of knob pairs, so it can express "tile
     #: over threads" for knobs with no named derived column (docs/benchmarks.md, "Knob-pair
     #: columns": within 5% 0.796 against 0.784 over 28 replayed spaces, at the edge of noise)
@@ -111,6 +116,7 @@ class AutoSearch(ModelGuided):
         self._failures_stale = False  # the failure model is due a refit
         self.pin: int | None = None  # the knob the current lineage keeps fixed
         self.pinned: set[int] = set()  # knobs a slice restart has pinned (once each)
+        self._recombined_last = False  # the last stalled plan's draw was a recombination
 
     def _explorers_turn(self) -> bool:
         """Whether proposal number ``_proposed`` is the explorer's: one in ``explorer_share``
@@ -303,12 +309,24 @@ class AutoSearch(ModelGuided):
 
     def _wide_picks(self, n: int, taken: set[int]) -> list[int]:
         """While stalled, a share of the plan drawn uniformly among configs not predicted to
-        fail; before the model ranks better than chance, space-filling picks instead of its
-        ranking."""
+        fail, every other plan a recombination of the best measurements instead; before the
+        model ranks better than chance, space-filling picks instead of its ranking."""
         if self.escape and not self.trust.trusted:
             return self._space_filling(n, taken)
         if not self.stalled():
             return []
+        if self.recombination_parents > 0:
+            self._recombined_last = not self._recombined_last
+            if self._recombined_last:
+                found = recombine(
+                    self.space,
+                    self.acquisition,
+                    self.best_measured(self.recombination_parents),
+                    taken,
+                    self.rng,
+                )
+                if found is not None:
+                    return [found]
         k = max(1, round(self.stalled_random_share * n))
         pool = self.space.sample(4 * k, self.rng, exclude=np.fromiter(taken, np.int64))
         if len(pool) == 0:
