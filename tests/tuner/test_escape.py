@@ -311,6 +311,26 @@ def test_recombination_mixes_the_knobs_of_two_best_measurements(space: SearchSpa
     assert recombine(space, lambda i: i, parents, every, rng) is None
 
 
+def test_recombination_skips_children_predicted_to_fail(space: SearchSpace) -> None:
+    """The model's favourite child is predicted to fail: another child is given, unless every
+    child is predicted to fail."""
+    p = int(space.index({"a": 1, "b": 2, "c": 4, "d": 8, "s": 0}))
+    q = int(space.index({"a": 16, "b": 32, "c": 64, "d": 1, "s": 1}))
+    wanted = int(space.index({"a": 16, "b": 2, "c": 64, "d": 8, "s": 0}))
+    likes = lambda i: -np.abs(i - wanted).astype(float)
+    parents = np.array([p, q])
+    doomed = lambda i: (i == wanted).astype(float)
+    child = recombine(
+        space, likes, parents, set(), np.random.default_rng(0), fail_probability=doomed
+    )
+    assert child is not None and child != wanted
+    every_fails = lambda i: np.ones(len(i))
+    child = recombine(
+        space, likes, parents, set(), np.random.default_rng(0), fail_probability=every_fails
+    )
+    assert child == wanted
+
+
 def twin_basins(c: dict) -> float:
     """Two basins of nearly equal depth at opposite corners: a=2, b=2, c=32, d=32, s=1 (time 2)
     and a=32, b=32, c=2, d=2, s=0 (time 2.1); time grows by 1 per doubling away."""

@@ -30,11 +30,13 @@ def recombine(
     rng: np.random.Generator,
     *,
     draws: int = 64,
+    fail_probability: Scorer | None = None,
 ) -> int | None:
     """The unmeasured config with the best ``acquisition`` among ``draws`` uniform crossovers
     of random pairs of ``parents`` (each knob's value from either parent with even odds);
     ``None`` with fewer than two parents or when every child drawn is invalid, a parent or in
-    ``taken``."""
+    ``taken``. Children with ``fail_probability`` above one half compete only when every child
+    does."""
     parents = np.asarray(parents, dtype=np.int64)
     if len(parents) < 2:
         return None
@@ -48,4 +50,8 @@ def recombine(
     children = children[~np.isin(children, excluded)]
     if len(children) == 0:
         return None
+    if fail_probability is not None:
+        runs = np.asarray(fail_probability(children)) <= 0.5
+        if runs.any():
+            children = children[runs]
     return int(children[int(np.argmax(np.asarray(acquisition(children), dtype=np.float64)))])

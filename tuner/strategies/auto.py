@@ -309,8 +309,9 @@ class AutoSearch(ModelGuided):
 
     def _wide_picks(self, n: int, taken: set[int]) -> list[int]:
         """While stalled, a share of the plan drawn uniformly among configs not predicted to
-        fail, every other plan a recombination of the best measurements instead; before the
-        model ranks better than chance, space-filling picks instead of its ranking."""
+        fail, every other plan a recombination of the best measurements instead (screened by the
+        failure model too); before the model ranks better than chance, space-filling picks
+        instead of its ranking."""
         if self.escape and not self.trust.trusted:
             return self._space_filling(n, taken)
         if not self.stalled():
@@ -324,6 +325,7 @@ class AutoSearch(ModelGuided):
                     self.best_measured(self.recombination_parents),
                     taken,
                     self.rng,
+                    fail_probability=self.fail_probability,
                 )
                 if found is not None:
                     return [found]
