@@ -1,0 +1,269 @@
+"""A paired trial of a change to ``auto``: the same spaces and seeds with and without it.
+
+    python benchmarks/search_trials.py FILES... --set NAME=VALUE [--set ...] \\
+        [--seeds 30] [--first-seed 0] [--budget 100] [--processes 2] [--json OUT]
+
+Every (space, seed) job runs twice through the job path (tuning log, replay backend, as
+``benchmarks/search_efficiency.py`` runs it): once with ``auto`` as it is, once with the class
+settings given by ``--set`` (attributes of ``AutoSearch`` such as ``patience_per_knob`` or
+``recombination_parents``; values are Python literals, parsed, never evaluated). A job's seed
+fixes its random draws either way, so the two runs of a seed differ only by the change and the
+comparison is paired. Prints, per space and over spaces, both arms' median best/optimum at
+20 / 50 / 100 measurements and the fraction of runs within 5% of the optimum by the budget,
+then the paired difference in that fraction (per seed, the mean over spaces), its standard
+error and a 90% bootstrap interval: a change whose interval holds 0 is level. The outcome of a
+run is bimodal (found, or stuck), so judge on 30 or more seeds that were not used while
+developing the change. Figures come from replayed recordings, not from measurements.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import math
+import statistics
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from multiprocessing import Pool
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.search_efficiency import make_template, run_ktune
+from ktune.search_space.formats import FormatError, load_cache
+from ktune.search_space.formats.kernel_tuner import RecordedSpace
+from ktune.tuner.strategies.auto import AutoSearch
+
+CHECKPOINTS = (20, 50, 100)
+WITHIN = 1.05
+ARMS = ("as is", "changed")
+
+#: per arm, per space, per seed: best/optimum at each checkpoint within the budget, then at its end
+Table = dict[str, dict[str, dict[int, list[float]]]]
+
+
+def parse_setting(text: str) -> tuple[str, Any]:
+    """``NAME=VALUE`` as (name, value): ``NAME`` an ``AutoSearch`` setting, ``VALUE`` a Python
+    literal of its type (an int where it is a float, ``None`` where it may be off). Raises
+    ``ValueError`` with a one-line reason."""
+    name, sep, raw = text.partition("=")
+    name = name.strip()
+    if not sep or not name:
+        raise ValueError(f"--set wants NAME=VALUE, got {text!r}")
+    if name.startswith("_") or not hasattr(AutoSearch, name):
+        raise ValueError(f"auto has no setting {name!r}")
+    current = getattr(AutoSearch, name)
+    if callable(current) or isinstance(current, property):
+        raise ValueError(f"{name!r} is a method of auto, not a setting")
+    try:
+        value = ast.literal_eval(raw.strip())
+    except (ValueError, SyntaxError):
+        raise ValueError(f"--set {name}: {raw.strip()!r} is not a Python literal") from None
+    if not _same_kind(current, value):
+        raise ValueError(
+            f"--set {name}: {value!r} ({type(value).__name__}) does not match the setting's"
+            f" {current!r} ({type(current).__name__})"
+        )
+    return name, value
+
+
+def _same_kind(current: Any, value: Any) -> bool:
+    if current is None or value is None:
+        return True
+    if isinstance(current, bool) or isinstance(value, bool):
+        return isinstance(current, bool) and isinstance(value, bool)
+    if isinstance(current, float):
+        return isinstance(value, int | float)
+    return type(value) is type(current)
+
+
+@contextmanager
+def applied(settings: Mapping[str, Any]) -> Iterator[None]:
+    """``AutoSearch`` with ``settings`` for the duration, restored after."""
+    saved = {name: AutoSearch.__dict__.get(name, _INHERITED) for name in settings}
+    try:
+        for name, value in settings.items():
+            setattr(AutoSearch, name, value)
+        yield
+    finally:
+        for name, old in saved.items():
+            if old is _INHERITED:
+                delattr(AutoSearch, name)
+            else:
+                setattr(AutoSearch, name, old)
+
+
+_INHERITED = object()
+_worker: dict[str, Any] = {}
+
+
+def _start_worker(settings: dict[str, Any], budget: int, parent: str) -> None:
+    tmp = Path(tempfile.mkdtemp(dir=parent))
+    _worker.update(
+        tmp=tmp, template=make_template(tmp, "empty", []), settings=settings, budget=budget
+    )
+    _worker["recs"] = {}
+
+
+def _run(task: tuple[str, int, str]) -> tuple[str, int, str, list[float]]:
+    """One job: ``(file, seed, arm)`` to its best/optimum at the checkpoints and at the end."""
+    path, seed, arm = task
+    recs: dict[str, RecordedSpace] = _worker["recs"]
+    if path not in recs:
+        recs[path] = load_cache(Path(path))
+    budget: int = _worker["budget"]
+    with applied(_worker["settings"] if arm == ARMS[1] else {}):
+        curve, _, _ = run_ktune(
+            Path(path), recs[path], "auto", seed, budget, _worker["template"], _worker["tmp"]
+        )
+    return path, seed, arm, [float(curve[k - 1]) for k in checkpoints(budget)] + [float(curve[-1])]
+
+
+def checkpoints(budget: int) -> list[int]:
+    return [k for k in CHECKPOINTS if k <= budget]
+
+
+def run_trial(
+    files: Sequence[str],
+    seeds: Sequence[int],
+    settings: dict[str, Any],
+    budget: int,
+    processes: int,
+) -> Table:
+    """Both arms on every (file, seed)."""
+    tasks = [(f, s, arm) for f in files for s in seeds for arm in ARMS]
+    table: Table = {arm: {f: {} for f in files} for arm in ARMS}
+    with tempfile.TemporaryDirectory(prefix="ktune-trials-") as parent:
+        if processes <= 1:
+            _start_worker(settings, budget, parent)
+            for path, seed, arm, row in map(_run, tasks):
+                table[arm][path][seed] = row
+            return table
+        with Pool(processes, _start_worker, (settings, budget, parent)) as pool:
+            for path, seed, arm, row in pool.imap_unordered(_run, tasks):
+                table[arm][path][seed] = row
+    return table
+
+
+def within(rows: Mapping[int, list[float]]) -> float:
+    """The fraction of runs within 5% of the optimum by the end of the budget."""
+    return sum(r[-1] <= WITHIN for r in rows.values()) / len(rows)
+
+
+def paired_difference(
+    before: Mapping[str, Mapping[int, list[float]]],
+    after: Mapping[str, Mapping[int, list[float]]],
+    draws: int = 4000,
+) -> tuple[float, float, float, float]:
+    """The change in the fraction within 5% (``after`` minus ``before``): per seed the mean
+    over spaces, then (mean, standard error, 5th and 95th percentile of a bootstrap over
+    seeds, with a fixed random state so the same table prints the same interval)."""
+    files = list(before)
+    seeds = sorted(set.intersection(*(set(before[f]) & set(after[f]) for f in files)))
+    if not seeds:
+        raise ValueError("no seed ran in both arms")
+    per_seed = np.array(
+        [
+            statistics.fmean(
+                (after[f][s][-1] <= WITHIN) - (before[f][s][-1] <= WITHIN) for f in files
+            )
+            for s in seeds
+        ]
+    )
+    mean = float(per_seed.mean())
+    se = float(per_seed.std(ddof=1) / math.sqrt(len(seeds))) if len(seeds) > 1 else math.nan
+    rng = np.random.default_rng(0)
+    boot = per_seed[rng.integers(0, len(seeds), (draws, len(seeds)))].mean(axis=1)
+    return mean, se, float(np.quantile(boot, 0.05)), float(np.quantile(boot, 0.95))
+
+
+def label(path: str) -> str:
+    p = Path(path)
+    return f"{p.parent.name}/{p.name.split('.')[0]}"
+
+
+def print_report(table: Table, settings: Mapping[str, Any], budget: int) -> None:
+    files = list(table[ARMS[0]])
+    ks = checkpoints(budget)
+    change = ", ".join(f"{k}={v!r}" for k, v in settings.items())
+    n_seeds = len(next(iter(table[ARMS[0]].values())))
+    print(
+        f"### auto as is against auto with {change} ({len(files)} spaces, {n_seeds} seeds,"
+        f" budget {budget}; replayed recordings)\n"
+    )
+    heads = " | ".join(f"@{k}" for k in ks)
+    print(f"| space | arm | {heads} | within 5% by {budget} | worst (seed) |")
+    print("|---|---|" + "---|" * (len(ks) + 2))
+    means: dict[str, list[list[float]]] = {arm: [] for arm in ARMS}
+    for f in files:
+        for arm in ARMS:
+            rows = table[arm][f]
+            medians = [statistics.median(r[i] for r in rows.values()) for i in range(len(ks))]
+            worst = max(rows, key=lambda s: rows[s][-1])
+            means[arm].append([*medians, within(rows)])
+            cells = " | ".join(f"{m:.3f}" for m in medians)
+            tail = f"{within(rows):.3f} | {rows[worst][-1]:.3f} ({worst})"
+            print(f"| {label(f)} | {arm} | {cells} | {tail} |")
+    print(
+        "\nover spaces, the mean of the per-space medians and of the fraction within 5%"
+        f" by {budget}:\n"
+    )
+    print(f"| arm | {heads} | within 5% by {budget} |")
+    print("|---|" + "---|" * (len(ks) + 1))
+    for arm in ARMS:
+        cols = np.mean(np.array(means[arm]), axis=0)
+        print(f"| {arm} | " + " | ".join(f"{c:.3f}" for c in cols) + " |")
+    mean, se, low, high = paired_difference(table[ARMS[0]], table[ARMS[1]])
+    print(
+        f"\npaired difference in the fraction within 5% (changed minus as is, per seed over "
+        f"spaces): {mean:+.3f}, standard error {se:.3f}, 90% bootstrap interval "
+        f"[{low:+.3f}, {high:+.3f}]"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("files", nargs="+", type=Path)
+    parser.add_argument("--set", dest="settings", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--seeds", type=int, default=30)
+    parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--budget", type=int, default=100)
+    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--json", type=Path, help="write both arms' runs here")
+    args = parser.parse_args(argv)
+    if args.seeds < 2 or args.first_seed < 0 or args.budget < 1 or args.processes < 1:
+        parser.error(
+            "--seeds must be at least 2, --budget and --processes at least 1,"
+            " --first-seed at least 0"
+        )
+    if not args.settings:
+        parser.error("nothing to compare: give at least one --set NAME=VALUE")
+    try:
+        settings = dict(parse_setting(s) for s in args.settings)
+    except ValueError as exc:
+        parser.error(str(exc))
+    for f in args.files:
+        try:
+            load_cache(f)
+        except (FormatError, OSError) as exc:
+            parser.error(str(exc))
+    files = [str(f) for f in args.files]
+    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
+    table = run_trial(files, seeds, settings, args.budget, args.processes)
+    print_report(table, settings, args.budget)
+    if args.json is not None:
+        args.json.write_text(
+            json.dumps({"settings": settings, "budget": args.budget, "runs": table})
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

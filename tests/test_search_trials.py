@@ -1,0 +1,93 @@
+"""The paired trial benchmark: settings are parsed (never evaluated) and checked against
+``auto``'s, each arm runs with its own settings and ``auto`` is left as it was, and the paired
+difference is what the two arms' runs say."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from ktune.tuner.strategies.auto import AutoSearch
+from tests.scripts import load_script
+
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "search_trials.py"
+PNPOLY = SCRIPT.parent.parent / "search_space" / "recorded" / "pnpoly_RTX_3090.json.gz"
+
+
+@cache
+def _module() -> ModuleType:
+    return load_script(SCRIPT)
+
+
+def test_settings_are_parsed_literals_of_the_settings_type() -> None:
+    st = _module()
+    assert st.parse_setting("patience_per_knob=3") == ("patience_per_knob", 3)
+    assert st.parse_setting(" escape = False ") == ("escape", False)
+    assert st.parse_setting("slice_min_effect=None") == ("slice_min_effect", None)
+    for bad, reason in [
+        ("patience_per_knob", "NAME=VALUE"),
+        ("no_such_knob=1", "no setting"),
+        ("_refresh=1", "no setting"),
+        ("ask=1", "method"),
+        ("escape=1", "does not match"),
+        ("plan_size=4.5", "does not match"),
+        ("plan_size=__import__('os').getpid()", "not a Python literal"),
+    ]:
+        with pytest.raises(ValueError, match=reason):
+            st.parse_setting(bad)
+
+
+def test_a_setting_holds_for_its_arm_only() -> None:
+    st = _module()
+    before = AutoSearch.plan_size
+    with st.applied({"plan_size": 16, "escape": False}):
+        assert AutoSearch.plan_size == 16 and AutoSearch.escape is False
+    assert AutoSearch.plan_size == before and AutoSearch.escape is True
+    with pytest.raises(RuntimeError), st.applied({"plan_size": 2}):
+        raise RuntimeError
+    assert AutoSearch.plan_size == before
+    assert "plan_size" in AutoSearch.__dict__  # restored as it was, not left to a base class
+
+
+def test_the_paired_difference_counts_runs_that_changed_sides() -> None:
+    st = _module()
+    found, stuck = [1.0, 1.0], [1.3, 1.2]
+    before = {"a": {0: stuck, 1: found, 2: found, 3: stuck}, "b": {s: found for s in range(4)}}
+    after = {"a": {0: found, 1: found, 2: found, 3: stuck}, "b": {s: found for s in range(4)}}
+    mean, se, low, high = st.paired_difference(before, after)
+    assert mean == pytest.approx(0.125)  # one of 8 runs (seed 0 on "a") found by the change
+    assert se == pytest.approx(0.125)  # per seed over spaces 0.5, 0, 0, 0
+    assert 0.0 <= low <= mean <= high <= 0.5
+    assert st.paired_difference(before, before)[:2] == (0.0, 0.0)
+
+
+def test_a_trial_runs_both_arms_through_the_job_path(capsys: pytest.CaptureFixture[str]) -> None:
+    """Three seeds of 30 measurements on a bundled recording: without the escape the runs
+    differ from auto's, each arm's table is printed, and auto is left as it was."""
+    st = _module()
+    table = st.run_trial([str(PNPOLY)], [0, 1, 2], {"escape": False}, 30, processes=1)
+    base, changed = table["as is"][str(PNPOLY)], table["changed"][str(PNPOLY)]
+    assert sorted(base) == sorted(changed) == [0, 1, 2]
+    assert all(1.0 <= row[-1] <= row[0] for row in [*base.values(), *changed.values()])
+    assert base != changed  # the escape changes what 30 measurements find
+    assert AutoSearch.escape is True
+    st.print_report(table, {"escape": False}, 30)
+    out = capsys.readouterr().out
+    assert "| recorded/pnpoly_RTX_3090 | changed |" in out and "paired difference" in out
+
+
+def test_bad_input_is_one_error_line(capsys: pytest.CaptureFixture[str]) -> None:
+    st = _module()
+    for argv, message in [
+        ([str(PNPOLY)], "give at least one --set"),
+        ([str(PNPOLY), "--set", "nope=1"], "auto has no setting 'nope'"),
+        (["/no/such.json.gz", "--set", "escape=False"], "no such file"),
+        ([str(PNPOLY), "--set", "escape=False", "--seeds", "1"], "--seeds must be"),
+    ]:
+        with pytest.raises(SystemExit) as exit_info:
+            st.main(argv)
+        assert exit_info.value.code == 2
+        assert message in capsys.readouterr().err
