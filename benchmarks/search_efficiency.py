@@ -192,6 +192,11 @@ def run_ktune(
     return best_curve(rec, keys, budget), 1000.0 * outcome.state.tuner_s / n, 1000.0 * job_s / n
 
 
+def space_label(path: Path) -> str:
+    """A recording's name in tables: its folder (the kernel) and its GPU, ``convolution/A100``."""
+    return f"{path.parent.name}/{path.name.split('.')[0]}"
+
+
 def make_template(tmp: Path, name: str, imports: list[RecordedSpace]) -> Path:
     path = tmp / f"template-{name}.db"
     with TuningLog.open(f"sqlite:///{path}") as tlog:
@@ -236,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(tmpdir)
         empty = make_template(tmp, "empty", [])
         for f, rec in recs.items():
-            label = f"{f.parent.name}/{f.name.split('.')[0]}"
+            label = space_label(f)
             others = [
                 r
                 for g, r in recs.items()
@@ -323,11 +328,7 @@ def print_table(
         )
     print_tails(table, spaces)
     print("\nper space, median best/optimum @10 / @50 / @100:\n")
-    print(
-        "| strategy | "
-        + " | ".join(f"{f.parent.name}/{f.name.split('.')[0]}" for f in spaces)
-        + " |"
-    )
+    print("| strategy | " + " | ".join(space_label(f) for f in spaces) + " |")
     print("|---|" + "---|" * len(spaces))
     for name, per in sorted(table.items()):
         print(
@@ -366,7 +367,7 @@ def print_tails(table: dict[str, dict[Path, Runs]], spaces: list[Path]) -> None:
     print("| space | strategy | worst @100 | p10 @20 | p10 @50 | p10 @100 | within 5% by 100 |")
     print("|---|---|---|---|---|---|---|")
     for f in spaces:
-        label = f"{f.parent.name}/{f.name.split('.')[0]}"
+        label = space_label(f)
         rows = sorted(
             ((name, per[f]) for name, per in table.items() if f in per),
             key=lambda nr: (-nr[1].within(100), nr[1].quantile_at(100, 0.9)),
@@ -386,8 +387,7 @@ def print_tails(table: dict[str, dict[Path, Runs]], spaces: list[Path]) -> None:
         per = table[name]
         worst_f = min(per, key=lambda f: per[f].within(100))
         print(
-            f"| {name} | {per[worst_f].within(100):.2f} ({worst_f.parent.name}/"
-            f"{worst_f.name.split('.')[0]}) | "
+            f"| {name} | {per[worst_f].within(100):.2f} ({space_label(worst_f)}) | "
             f"{statistics.mean(r.within(100) for r in per.values()):.2f} |"
         )
 

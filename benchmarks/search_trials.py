@@ -36,7 +36,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.search_efficiency import make_template, run_ktune
+from benchmarks.search_efficiency import Runs, make_template, run_ktune, space_label
 from ktune.search_space.formats import FormatError, load_cache
 from ktune.search_space.formats.kernel_tuner import RecordedSpace
 from ktune.tuner.strategies.auto import AutoSearch
@@ -45,7 +45,7 @@ CHECKPOINTS = (20, 50, 100)
 WITHIN = 1.05
 ARMS = ("as is", "changed")
 
-#: per arm, per space, per seed: best/optimum at each checkpoint within the budget, then at its end
+#: per arm, per space, per seed: the run's best/optimum after each measurement
 Table = dict[str, dict[str, dict[int, list[float]]]]
 
 
@@ -104,26 +104,28 @@ _INHERITED = object()
 _worker: dict[str, Any] = {}
 
 
-def _start_worker(settings: dict[str, Any], budget: int, parent: str) -> None:
+def _start_worker(
+    recs: dict[str, RecordedSpace], settings: dict[str, Any], budget: int, parent: str
+) -> None:
     tmp = Path(tempfile.mkdtemp(dir=parent))
-    _worker.update(
-        tmp=tmp, template=make_template(tmp, "empty", []), settings=settings, budget=budget
-    )
-    _worker["recs"] = {}
+    template = make_template(tmp, "empty", [])
+    _worker.update(recs=recs, tmp=tmp, template=template, settings=settings, budget=budget)
 
 
 def _run(task: tuple[str, int, str]) -> tuple[str, int, str, list[float]]:
-    """One job: ``(file, seed, arm)`` to its best/optimum at the checkpoints and at the end."""
+    """One job: ``(file, seed, arm)`` to its best/optimum after each measurement."""
     path, seed, arm = task
-    recs: dict[str, RecordedSpace] = _worker["recs"]
-    if path not in recs:
-        recs[path] = load_cache(Path(path))
-    budget: int = _worker["budget"]
     with applied(_worker["settings"] if arm == ARMS[1] else {}):
         curve, _, _ = run_ktune(
-            Path(path), recs[path], "auto", seed, budget, _worker["template"], _worker["tmp"]
+            Path(path),
+            _worker["recs"][path],
+            "auto",
+            seed,
+            _worker["budget"],
+            _worker["template"],
+            _worker["tmp"],
         )
-    return path, seed, arm, [float(curve[k - 1]) for k in checkpoints(budget)] + [float(curve[-1])]
+    return path, seed, arm, [float(v) for v in curve]
 
 
 def checkpoints(budget: int) -> list[int]:
@@ -131,30 +133,27 @@ def checkpoints(budget: int) -> list[int]:
 
 
 def run_trial(
-    files: Sequence[str],
+    files: Sequence[str] | Mapping[str, RecordedSpace],
     seeds: Sequence[int],
     settings: dict[str, Any],
     budget: int,
     processes: int,
 ) -> Table:
-    """Both arms on every (file, seed)."""
-    tasks = [(f, s, arm) for f in files for s in seeds for arm in ARMS]
-    table: Table = {arm: {f: {} for f in files} for arm in ARMS}
+    """Both arms on every (file, seed); ``files`` may come loaded already (path -> recording),
+    so that each is read once, not once per process."""
+    recs = dict(files) if isinstance(files, Mapping) else {f: load_cache(Path(f)) for f in files}
+    tasks = [(f, s, arm) for f in recs for s in seeds for arm in ARMS]
+    table: Table = {arm: {f: {} for f in recs} for arm in ARMS}
     with tempfile.TemporaryDirectory(prefix="ktune-trials-") as parent:
         if processes <= 1:
-            _start_worker(settings, budget, parent)
+            _start_worker(recs, settings, budget, parent)
             for path, seed, arm, row in map(_run, tasks):
                 table[arm][path][seed] = row
             return table
-        with Pool(processes, _start_worker, (settings, budget, parent)) as pool:
+        with Pool(processes, _start_worker, (recs, settings, budget, parent)) as pool:
             for path, seed, arm, row in pool.imap_unordered(_run, tasks):
                 table[arm][path][seed] = row
     return table
-
-
-def within(rows: Mapping[int, list[float]]) -> float:
-    """The fraction of runs within 5% of the optimum by the end of the budget."""
-    return sum(r[-1] <= WITHIN for r in rows.values()) / len(rows)
 
 
 def paired_difference(
@@ -184,11 +183,6 @@ def paired_difference(
     return mean, se, float(np.quantile(boot, 0.05)), float(np.quantile(boot, 0.95))
 
 
-def label(path: str) -> str:
-    p = Path(path)
-    return f"{p.parent.name}/{p.name.split('.')[0]}"
-
-
 def print_report(table: Table, settings: Mapping[str, Any], budget: int) -> None:
     files = list(table[ARMS[0]])
     ks = checkpoints(budget)
@@ -204,13 +198,14 @@ def print_report(table: Table, settings: Mapping[str, Any], budget: int) -> None
     means: dict[str, list[list[float]]] = {arm: [] for arm in ARMS}
     for f in files:
         for arm in ARMS:
-            rows = table[arm][f]
-            medians = [statistics.median(r[i] for r in rows.values()) for i in range(len(ks))]
-            worst = max(rows, key=lambda s: rows[s][-1])
-            means[arm].append([*medians, within(rows)])
+            seeds = sorted(table[arm][f])
+            runs = Runs([np.asarray(table[arm][f][s]) for s in seeds], [])
+            medians = [runs.median_at(k) for k in ks]
+            worst = int(np.argmax(runs.at(budget)))
+            means[arm].append([*medians, runs.within(budget)])
             cells = " | ".join(f"{m:.3f}" for m in medians)
-            tail = f"{within(rows):.3f} | {rows[worst][-1]:.3f} ({worst})"
-            print(f"| {label(f)} | {arm} | {cells} | {tail} |")
+            tail = f"{runs.within(budget):.3f} | {runs.worst_at(budget):.3f} ({seeds[worst]})"
+            print(f"| {space_label(Path(f))} | {arm} | {cells} | {tail} |")
     print(
         "\nover spaces, the mean of the per-space medians and of the fraction within 5%"
         f" by {budget}:\n"
@@ -249,14 +244,14 @@ def main(argv: list[str] | None = None) -> int:
         settings = dict(parse_setting(s) for s in args.settings)
     except ValueError as exc:
         parser.error(str(exc))
+    recs: dict[str, RecordedSpace] = {}
     for f in args.files:
         try:
-            load_cache(f)
+            recs[str(f)] = load_cache(f)
         except (FormatError, OSError) as exc:
             parser.error(str(exc))
-    files = [str(f) for f in args.files]
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
-    table = run_trial(files, seeds, settings, args.budget, args.processes)
+    table = run_trial(recs, seeds, settings, args.budget, args.processes)
     print_report(table, settings, args.budget)
     if args.json is not None:
         args.json.write_text(
