@@ -16,7 +16,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from sqlalchemy import ColumnElement, Connection, and_, false, literal, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    and_,
+    bindparam,
+    false,
+    literal,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy import func as sqlfunc
 
 from ktune.db.queries import job_t
@@ -113,12 +123,20 @@ def renew(
 def hold(conn: Connection, owner: str, job_id: int, now: datetime) -> bool:
     """Whether ``owner`` still holds ``job_id`` (running, claimed by it); on PostgreSQL the
     job's row stays locked until the transaction ends, so no claim can take it meanwhile."""
-    stmt = (
-        update(job_t)
-        .where(job_t.c.id == job_id, job_t.c.claimed_by == owner, job_t.c.state == "running")
-        .values(heartbeat_at=now)
+    params = {"job_id": job_id, "owner": owner, "now": now}
+    return conn.execute(_HOLD, params).rowcount == 1
+
+
+#: :func:`hold`'s statement, built once: it runs with every batch of trials a runner writes
+_HOLD = (
+    update(job_t)
+    .where(
+        job_t.c.id == bindparam("job_id"),
+        job_t.c.claimed_by == bindparam("owner"),
+        job_t.c.state == "running",
     )
-    return conn.execute(stmt).rowcount == 1
+    .values(heartbeat_at=bindparam("now", type_=UTCDateTime()))
+)
 
 
 def retry(conn: Connection, owner: str, job_id: int, error: str, max_retries: int) -> bool:

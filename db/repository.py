@@ -12,6 +12,7 @@ tiers; ``tokens``: API tokens; ``stats``: counts for metrics).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -19,8 +20,22 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any, Self
 
-from sqlalchemy import Connection, Engine, Select, literal, or_, select, text, update
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Insert,
+    Select,
+    Update,
+    bindparam,
+    case,
+    literal,
+    or_,
+    select,
+    text,
+    update,
+)
 from sqlalchemy import func as sqlfunc
+from sqlalchemy.dialects import postgresql, sqlite
 
 from ktune.db import best_rule, leases, stats, tokens
 from ktune.db import lookup as tiers
@@ -409,7 +424,7 @@ class TuningLog:
         ids = _insert_trials(conn, rows)
         fastest = _batch_best(trials, ids)
         if job_id is not None and not _update_job_progress(
-            conn, job_id, len(ids), clock_s, fastest, now, self._fence()
+            conn, job_id, len(ids), clock_s, fastest, now, self._owner
         ):
             self._missing_job(conn, job_id)
         candidate = best_rule.batch_candidate(trials, ids)
@@ -882,6 +897,10 @@ def _job_values(spec: JobSpec) -> dict[str, Any]:
     }
 
 
+_INSERT_TRIAL = trial_t.insert().returning(trial_t.c.id)
+_INSERT_TRIALS = trial_t.insert().returning(trial_t.c.id, sort_by_parameter_order=True)
+
+
 def _insert_trials(conn: Connection, rows: list[dict[str, Any]]) -> list[int]:
     """Insert trial rows in bulk; returns their ids, increasing in input order."""
     if not rows:
@@ -895,9 +914,10 @@ def _insert_trials(conn: Connection, rows: list[dict[str, Any]]) -> list[int]:
         ids = sorted(conn.execute(reserve, {"n": len(rows)}).scalars())
         conn.execute(trial_t.insert(), [{**row, "id": id_} for row, id_ in zip(rows, ids)])
         return ids
+    if len(rows) == 1:  # the job loop's usual batch: a plain INSERT ... RETURNING
+        return [conn.execute(_INSERT_TRIAL, rows[0]).scalar_one()]
     # SQLite: one multi-row INSERT ... RETURNING per page of rows, ids in input order.
-    stmt = trial_t.insert().returning(trial_t.c.id, sort_by_parameter_order=True)
-    return list(conn.execute(stmt, rows).scalars())
+    return list(conn.execute(_INSERT_TRIALS, rows).scalars())
 
 
 def _batch_best(
@@ -914,6 +934,27 @@ def _batch_best(
     return best
 
 
+@functools.cache
+def _progress_statement(fenced: bool, clock: bool, best: bool) -> Update:
+    """The UPDATE that counts a batch into its job: built once per shape, its values bound
+    at execution (building a statement costs SQLAlchemy several times what executing it costs
+    SQLite; docs/benchmarks.md, "Per-trial log writes")."""
+    values: dict[str, Any] = {
+        "n_trials": job_t.c.n_trials + bindparam("n_new"),
+        "heartbeat_at": bindparam("now", type_=UTCDateTime()),
+    }
+    if clock:
+        values["clock_s"] = bindparam("clock_s")
+    if best:
+        faster = or_(job_t.c.best_time_ms.is_(None), job_t.c.best_time_ms > bindparam("best_ms"))
+        values["best_time_ms"] = case((faster, bindparam("best_ms")), else_=job_t.c.best_time_ms)
+        values["best_trial_id"] = case((faster, bindparam("best_id")), else_=job_t.c.best_trial_id)
+    where = [job_t.c.id == bindparam("job_id")]
+    if fenced:
+        where.append(job_t.c.claimed_by == bindparam("owner"))
+    return update(job_t).where(*where).values(values)
+
+
 def _update_job_progress(
     conn: Connection,
     job_id: int,
@@ -921,26 +962,24 @@ def _update_job_progress(
     clock_s: float | None,
     best: tuple[int, float, dict[str, Any]] | None,
     now: datetime,
-    fence: Sequence[Any] = (),
+    owner: str | None = None,
 ) -> bool:
-    """Count the batch into the job; False when no job matched (unknown, or fenced off)."""
-    values: dict[str, Any] = {"n_trials": job_t.c.n_trials + n_new, "heartbeat_at": now}
+    """Count the batch into the job, and its fastest trial when it beats the job's best, in one
+    statement (every SET sees the row as it was), only while ``owner`` (when given) holds the
+    job; False when no job matched (unknown, or fenced off)."""
+    params: dict[str, Any] = {"job_id": job_id, "n_new": n_new, "now": now, "owner": owner}
     if clock_s is not None:
-        values["clock_s"] = clock_s
-    result = conn.execute(update(job_t).where(job_t.c.id == job_id, *fence).values(values))
-    if result.rowcount == 0:
-        return False
+        params["clock_s"] = clock_s
     if best is not None:
-        trial_id, time_ms, _ = best
-        conn.execute(
-            update(job_t)
-            .where(
-                job_t.c.id == job_id,
-                or_(job_t.c.best_time_ms.is_(None), job_t.c.best_time_ms > time_ms),
-            )
-            .values(best_time_ms=time_ms, best_trial_id=trial_id)
-        )
-    return True
+        params["best_id"], params["best_ms"], _ = best
+    stmt = _progress_statement(owner is not None, clock_s is not None, best is not None)
+    return bool(conn.execute(stmt, params).rowcount)
+
+
+#: the stored best of a (workload, device), read with every batch that has an ok trial
+_STORED_BEST = select(best_t.c.time_ms, best_t.c.config, best_t.c.fingerprint).where(
+    best_t.c.workload_id == bindparam("workload_id"), best_t.c.device_id == bindparam("device_id")
+)
 
 
 def _upsert_best(
@@ -954,15 +993,29 @@ def _upsert_best(
     stored one. The caller holds :func:`ktune.db.best_rule.lock_pair`, so the stored best cannot
     change between reading it and writing."""
     stored = conn.execute(
-        select(best_t.c.time_ms, best_t.c.config, best_t.c.fingerprint).where(
-            best_t.c.workload_id == workload_id, best_t.c.device_id == device_id
-        )
+        _STORED_BEST, {"workload_id": workload_id, "device_id": device_id}
     ).first()
     if stored is not None and not candidate.displaces(
         stored.time_ms, stored.config, stored.fingerprint
     ):
         return
     _set_best(conn, workload_id, device_id, candidate, now)
+
+
+@functools.cache
+def _set_best_statement(dialect: str) -> Insert:
+    """The upsert of a (workload, device)'s best config on ``dialect``, built once."""
+    insert = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(best_t)
+    return insert.on_conflict_do_update(
+        index_elements=[best_t.c.workload_id, best_t.c.device_id],
+        set_={
+            "trial_id": insert.excluded.trial_id,
+            "time_ms": insert.excluded.time_ms,
+            "config": insert.excluded.config,
+            "fingerprint": insert.excluded.fingerprint,
+            "updated_at": insert.excluded.updated_at,
+        },
+    )
 
 
 def _set_best(
@@ -972,26 +1025,17 @@ def _set_best(
     candidate: best_rule.Candidate,
     now: datetime,
 ) -> None:
-    insert = dialect_insert(conn)(best_t).values(
-        workload_id=workload_id,
-        device_id=device_id,
-        trial_id=candidate.trial_id,
-        time_ms=candidate.time_ms,
-        config=candidate.config,
-        fingerprint=candidate.fingerprint,
-        updated_at=now,
-    )
     conn.execute(
-        insert.on_conflict_do_update(
-            index_elements=[best_t.c.workload_id, best_t.c.device_id],
-            set_={
-                "trial_id": insert.excluded.trial_id,
-                "time_ms": insert.excluded.time_ms,
-                "config": insert.excluded.config,
-                "fingerprint": insert.excluded.fingerprint,
-                "updated_at": insert.excluded.updated_at,
-            },
-        )
+        _set_best_statement(conn.dialect.name),
+        {
+            "workload_id": workload_id,
+            "device_id": device_id,
+            "trial_id": candidate.trial_id,
+            "time_ms": candidate.time_ms,
+            "config": candidate.config,
+            "fingerprint": candidate.fingerprint,
+            "updated_at": now,
+        },
     )
 
 

@@ -254,8 +254,20 @@ def test_add_trials_roundtrip_and_job_progress(
     assert updated.heartbeat_at is not None
 
     more = log.add_trials(job.id, workload.id, device.id, "replay", [trial(3, 9.0)])
-    assert log.get_job(job.id).n_trials == 4  # type: ignore[union-attr]
-    assert log.get_job(job.id).clock_s == 1.5  # type: ignore[union-attr]  # not given: kept
+    slower = log.get_job(job.id)
+    assert slower is not None
+    assert (slower.n_trials, slower.clock_s) == (4, 1.5)  # clock not given: kept
+    assert (slower.best_time_ms, slower.best_trial_id) == (3.0, ids[2])  # a slower one: kept
+    more += log.add_trials(job.id, workload.id, device.id, "replay", [trial(4, 2.5)], 2.0)
+    faster = log.get_job(job.id)
+    assert faster is not None
+    assert (faster.n_trials, faster.best_time_ms, faster.best_trial_id, faster.clock_s) == (
+        5,
+        2.5,
+        more[1],
+        2.0,
+    )
+    assert faster.heartbeat_at is not None and faster.heartbeat_at.utcoffset() is not None
     assert [r.id for r in log.job_trials(job.id)] == ids + more
 
 
