@@ -53,9 +53,11 @@ token_t = cast(Table, ApiToken.__table__)
 _best_trial = trial_t.alias("best_trial")
 
 
-def dialect_insert(conn: Connection) -> Any:
-    """The INSERT construct with ON CONFLICT support for this connection's database."""
-    return postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+def dialect_insert(conn: Connection | str) -> Any:
+    """The INSERT construct with ON CONFLICT support for this connection's database (or the
+    dialect of that name)."""
+    name = conn if isinstance(conn, str) else conn.dialect.name
+    return postgresql.insert if name == "postgresql" else sqlite.insert
 
 
 def check_state(state: str) -> None:

@@ -35,7 +35,6 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy import func as sqlfunc
-from sqlalchemy.dialects import postgresql, sqlite
 
 from ktune.db import best_rule, leases, stats, tokens
 from ktune.db import lookup as tiers
@@ -1005,7 +1004,7 @@ def _upsert_best(
 @functools.cache
 def _set_best_statement(dialect: str) -> Insert:
     """The upsert of a (workload, device)'s best config on ``dialect``, built once."""
-    insert = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(best_t)
+    insert = dialect_insert(dialect)(best_t)
     return insert.on_conflict_do_update(
         index_elements=[best_t.c.workload_id, best_t.c.device_id],
         set_={
