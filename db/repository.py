@@ -1005,7 +1005,7 @@ def _upsert_best(
 def _set_best_statement(dialect: str) -> Insert:
     """The upsert of a (workload, device)'s best config on ``dialect``, built once."""
     insert = dialect_insert(dialect)(best_t)
-    return insert.on_conflict_do_update(
+    upsert: Insert = insert.on_conflict_do_update(
         index_elements=[best_t.c.workload_id, best_t.c.device_id],
         set_={
             "trial_id": insert.excluded.trial_id,
@@ -1015,6 +1015,7 @@ def _set_best_statement(dialect: str) -> Insert:
             "updated_at": insert.excluded.updated_at,
         },
     )
+    return upsert
 
 
 def _set_best(
