@@ -42,6 +42,7 @@ from ktune.db.schema import utcnow
 
 PG_SCHEMA = "ktune_bench_writes"
 OWNER = "bench-runner"
+BASELINE = "bare INSERT (baseline)"
 
 
 def trial(seq: int) -> TrialIn:
@@ -75,14 +76,16 @@ class Bench:
         return out
 
     def empty(self, n: int) -> float:
+        """ms per empty transaction."""
         engine = self.log._engine
         started = time.perf_counter()
         for _ in range(n):
             with engine.begin():
                 pass
-        return time.perf_counter() - started
+        return 1000.0 * (time.perf_counter() - started) / n
 
     def bare(self, n: int) -> float:
+        """ms per trial row inserted alone in its own transaction."""
         engine, now = self.log._engine, utcnow()
         rows = [
             _trial_row(t, None, self.workload, self.device, "replay", now) for t in self.trials(n)
@@ -92,16 +95,18 @@ class Bench:
         for row in rows:
             with engine.begin() as conn:
                 conn.execute(insert, row)
-        return time.perf_counter() - started
+        return 1000.0 * (time.perf_counter() - started) / n
 
     def add(self, n: int, batch: int, held: bool = False) -> float:
+        """ms per trial written by ``add_trials`` in batches of ``batch`` (``n // batch`` of
+        them), through a runner's view of the log when ``held``."""
         job = self.new_job(held)
         log = self.log.for_runner(OWNER) if held else self.log
         batches = [self.trials(batch) for _ in range(n // batch)]
         started = time.perf_counter()
         for trials in batches:
             log.add_trials(job, self.workload, self.device, "replay", trials, trials[-1].clock_s)
-        return time.perf_counter() - started
+        return 1000.0 * (time.perf_counter() - started) / (len(batches) * batch)
 
 
 def measure(log: TuningLog, n: int, rounds: int) -> list[tuple[str, float]]:
@@ -109,7 +114,7 @@ def measure(log: TuningLog, n: int, rounds: int) -> list[tuple[str, float]]:
     bench = Bench(log)
     rows: list[tuple[str, Callable[[], float]]] = [
         ("empty transaction", lambda: bench.empty(n)),
-        ("bare INSERT (baseline)", lambda: bench.bare(n)),
+        (BASELINE, lambda: bench.bare(n)),
         ("add_trials, 1 per batch", lambda: bench.add(n, 1)),
         ("add_trials, 1 per batch, runner view", lambda: bench.add(n, 1, held=True)),
         ("add_trials, 32 per batch", lambda: bench.add(n, 32)),
@@ -117,13 +122,12 @@ def measure(log: TuningLog, n: int, rounds: int) -> list[tuple[str, float]]:
     best = {name: float("inf") for name, _ in rows}
     for _ in range(rounds):
         for name, run in rows:
-            per_trial = n if name != "add_trials, 32 per batch" else 32 * (n // 32)
-            best[name] = min(best[name], 1000.0 * run() / per_trial)
+            best[name] = min(best[name], run())
     return [(name, best[name]) for name, _ in rows]
 
 
 def print_table(database: str, found: list[tuple[str, float]]) -> None:
-    baseline = dict(found)["bare INSERT (baseline)"]
+    baseline = dict(found)[BASELINE]
     print(f"\n### {database}\n")
     print("| row | ms per trial | / bare INSERT |")
     print("|---|---|---|")
