@@ -64,6 +64,8 @@ class Runs:
     exact_within: dict[int, float] = field(default_factory=dict)
     #: exact quantile curves (quantile -> best/optimum after each k), where known (random)
     exact_quantiles: dict[float, np.ndarray] = field(default_factory=dict)
+    #: the seed of each curve, in order (empty where the runs are not seeded: random's exact row)
+    seeds: list[int] = field(default_factory=list)
 
     def at(self, k: int) -> np.ndarray:
         return np.array([c[min(k, len(c)) - 1] for c in self.curves])
@@ -82,6 +84,16 @@ class Runs:
     def worst_at(self, k: int) -> float | None:
         """The worst run's best/optimum after ``k`` (``None`` for an exact expectation)."""
         return None if self.exact_quantiles else float(self.at(k).max())
+
+    def worst_cell(self, k: int) -> str:
+        """The worst run after ``k`` with its seed, for a table: ``1.614 (53017)``; ``-`` for
+        an exact expectation, the figure alone where the runs' seeds are not known."""
+        worst = self.worst_at(k)
+        if worst is None:
+            return "-"
+        if len(self.seeds) != len(self.curves):
+            return f"{worst:.3f}"
+        return f"{worst:.3f} ({self.seeds[int(np.argmax(self.at(k)))]})"
 
     def within(self, k: int, tol: float = 0.05) -> float:
         if k in self.exact_within and tol == 0.05:
@@ -265,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
                             f, rec, name, seed, args.budget, template, tmp
                         )
                         runs.curves.append(curve)
+                        runs.seeds.append(seed)
                         runs.tuner_ms_per_measurement.append(ms)
                         runs.job_ms_per_measurement.append(job_ms)
                     results[mode][f"ktune:{name}"][f] = runs
@@ -280,6 +293,7 @@ def main(argv: list[str] | None = None) -> int:
                         for seed in range(args.first_seed, args.first_seed + args.seeds):
                             kt = run_kernel_tuner(f, name, args.budget, seed)
                             runs.curves.append(best_curve(rec, kt.keys, args.budget))
+                            runs.seeds.append(seed)
                             runs.tuner_ms_per_measurement.append(float("nan"))
                         results[mode][f"KT:{name}"][f] = runs
                     results[mode]["random (exact)"][f] = random_expectation(rec, args.budget)
@@ -361,10 +375,12 @@ def print_tails(table: dict[str, dict[Path, Runs]], spaces: list[Path]) -> None:
     percentile from the bottom (the 0.9 quantile of best/optimum) at 20 / 50 / 100, and the
     fraction of runs within 5% by 100; random search's figures are exact."""
     print(
-        "\nper space, the tail: worst run @100, 10th percentile (0.9 quantile of best/optimum)"
-        " @20 / @50 / @100, within 5% by 100:\n"
+        "\nper space, the tail: worst run @100 (its seed), 10th percentile (0.9 quantile of"
+        " best/optimum) @20 / @50 / @100, within 5% by 100:\n"
     )
-    print("| space | strategy | worst @100 | p10 @20 | p10 @50 | p10 @100 | within 5% by 100 |")
+    print(
+        "| space | strategy | worst @100 (seed) | p10 @20 | p10 @50 | p10 @100 | within 5% by 100 |"
+    )
     print("|---|---|---|---|---|---|---|")
     for f in spaces:
         label = space_label(f)
@@ -373,9 +389,8 @@ def print_tails(table: dict[str, dict[Path, Runs]], spaces: list[Path]) -> None:
             key=lambda nr: (-nr[1].within(100), nr[1].quantile_at(100, 0.9)),
         )
         for name, runs in rows:
-            worst = runs.worst_at(100)
             print(
-                f"| {label} | {name} | {'-' if worst is None else f'{worst:.3f}'} | "
+                f"| {label} | {name} | {runs.worst_cell(100)} | "
                 + " | ".join(f"{runs.quantile_at(k, 0.9):.3f}" for k in (20, 50, 100))
                 + f" | {runs.within(100):.2f} |"
             )

@@ -199,12 +199,11 @@ def print_report(table: Table, settings: Mapping[str, Any], budget: int) -> None
     for f in files:
         for arm in ARMS:
             seeds = sorted(table[arm][f])
-            runs = Runs([np.asarray(table[arm][f][s]) for s in seeds], [])
+            runs = Runs([np.asarray(table[arm][f][s]) for s in seeds], [], seeds=seeds)
             medians = [runs.median_at(k) for k in ks]
-            worst = int(np.argmax(runs.at(budget)))
             means[arm].append([*medians, runs.within(budget)])
             cells = " | ".join(f"{m:.3f}" for m in medians)
-            tail = f"{runs.within(budget):.3f} | {runs.worst_at(budget):.3f} ({seeds[worst]})"
+            tail = f"{runs.within(budget):.3f} | {runs.worst_cell(budget)}"
             print(f"| {space_label(Path(f))} | {arm} | {cells} | {tail} |")
     print(
         "\nover spaces, the mean of the per-space medians and of the fraction within 5%"

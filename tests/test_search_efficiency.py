@@ -56,3 +56,14 @@ def test_a_jobs_cost_counts_more_than_ask_and_tell(tmp_path: Path) -> None:
     cells = se.cost_cells({a: [1.0, 3.0], b: [2.0, 2.0]}, {a: 100.0, b: 10.0})
     assert cells == "2.0 | 20.00%"  # median of all runs; b: 2 ms of a 10 ms measurement
     assert se.cost_cells({a: [float("nan")], b: [0.0]}, {a: 1.0, b: 1.0}) == "- | -"
+
+
+def test_the_worst_run_is_printed_with_its_seed() -> None:
+    """A tail worth a look can be replayed: the table names the seed of each space's worst run."""
+    se = _module()
+    runs = se.Runs([np.full(100, v) for v in (1.0, 1.6, 1.2)], [0.0] * 3, seeds=[7, 8, 9])
+    assert runs.worst_cell(100) == "1.600 (8)"
+    assert se.Runs([np.full(100, 1.3)], [0.0]).worst_cell(100) == "1.300"
+    assert (
+        se.Runs([np.ones(100)], [0.0], exact_quantiles={0.9: np.ones(100)}).worst_cell(100) == "-"
+    )
