@@ -13,8 +13,9 @@ Prints, per mode, the mean over spaces of the median best/optimum after k measur
 fraction of runs within 5% of the optimum by 100, the tuner's own time per measurement (ask and
 tell) and the whole job's (start-up and log writes too), each also over the recording's median
 measurement time on the worst space;
-then, per space, the tail of every strategy (worst run, 10th percentile at 20/50/100, within
-5% by 100) with exact random search (sampling without replacement) as the reference.
+then, per space, the tail of every strategy (worst run and its seed, 10th percentile at
+20/50/100, within 5% by 100) with exact random search (sampling without replacement) as the
+reference.
 All figures come from replayed recordings (Benchmark Hub, see search_space/recorded/README.md).
 """
 
