@@ -15,7 +15,8 @@ tell) and the whole job's (start-up and log writes too), each also over the reco
 measurement time on the worst space;
 then, per space, the tail of every strategy (worst run and its seed, 10th percentile at
 20/50/100, within 5% by 100) with exact random search (sampling without replacement) as the
-reference.
+reference; with Kernel Tuner's strategies in the run, issue 26's targets for each of ktune's
+strategies, met or not, with the spaces below the per-space floor.
 All figures come from replayed recordings (Benchmark Hub, see search_space/recorded/README.md).
 """
 
@@ -342,6 +343,13 @@ def print_table(
             + " |"
         )
     print_tails(table, spaces)
+    checks = target_checks(table, cost_ms)
+    if checks:
+        print("\nthe search targets of issue 26, checked on this run:\n")
+        print("| strategy | target | met | figures |")
+        print("|---|---|---|---|")
+        for row in checks:
+            print("| " + " | ".join(row) + " |")
     print("\nper space, median best/optimum @10 / @50 / @100:\n")
     print("| strategy | " + " | ".join(space_label(f) for f in spaces) + " |")
     print("|---|" + "---|" * len(spaces))
@@ -359,15 +367,117 @@ def print_table(
         )
 
 
+def target_checks(
+    table: dict[str, dict[Path, Runs]], cost_ms: dict[Path, float]
+) -> list[tuple[str, str, str, str]]:
+    """Issue 26's targets for each of ktune's strategies against Kernel Tuner's in the same
+    run, as table rows (strategy, target, met, figures); none without a Kernel Tuner strategy.
+    Over the spaces every one of them ran: the mean of the per-space medians ahead of every
+    Kernel Tuner strategy at 20 / 50 / 100 and, at 50, within the best one's figure at 100;
+    per space, the fraction within 5% by 100 at least exact random search's and at least the
+    best Kernel Tuner strategy's minus 0.1; over spaces at least 0.8; the whole job under 5%
+    of the measurement time on the worst space."""
+    theirs = {n: per for n, per in table.items() if n.startswith("KT:")}
+    random_runs = table.get("random (exact)", {})
+    rows: list[tuple[str, str, str, str]] = []
+    for name, ours in sorted(table.items()):
+        if not name.startswith("ktune:") or not theirs:
+            continue
+        spaces = [f for f in ours if all(f in per for per in theirs.values())]
+        if not spaces:
+            continue
+        at = {k: _mean_median(ours, spaces, k) for k in (20, 50, 100)}
+        best = {k: min((_mean_median(per, spaces, k), n) for n, per in theirs.items()) for k in at}
+        ahead = all(at[k] < best[k][0] for k in at)
+        rows.append(
+            (
+                name,
+                "ahead of every Kernel Tuner strategy at 20 / 50 / 100",
+                _yes(ahead),
+                " / ".join(f"{at[k]:.3f}" for k in at)
+                + " against "
+                + " / ".join(f"{best[k][0]:.3f} ({best[k][1]})" for k in at),
+            )
+        )
+        rows.append(
+            (
+                name,
+                "at 50 within the best Kernel Tuner strategy's figure at 100",
+                _yes(at[50] <= best[100][0]),
+                f"{at[50]:.3f} against {best[100][0]:.3f} ({best[100][1]})",
+            )
+        )
+        misses = []
+        for f in spaces:
+            mine = ours[f].within(100)
+            floor_kt = max(per[f].within(100) for per in theirs.values())
+            floor_random = random_runs[f].within(100) if f in random_runs else 0.0
+            if mine < floor_random or mine < floor_kt - 0.1 - 1e-9:
+                misses.append(
+                    f"{space_label(f)} {mine:.2f} against {floor_kt:.2f}"
+                    f" (random {floor_random:.2f})"
+                )
+        rows.append(
+            (
+                name,
+                "per space within 5% by 100 at least random's and the best strategy's minus 0.1",
+                _yes(not misses),
+                f"{len(spaces) - len(misses)} of {len(spaces)}"
+                + (": below on " + "; ".join(misses) if misses else ""),
+            )
+        )
+        overall = statistics.mean(ours[f].within(100) for f in spaces)
+        rows.append(
+            (
+                name,
+                "over spaces within 5% by 100 at least 0.8",
+                _yes(overall >= 0.8),
+                f"{overall:.3f}",
+            )
+        )
+        share = worst_share({f: ours[f].job_ms_per_measurement for f in spaces}, cost_ms)
+        if share is not None:
+            rows.append(
+                (
+                    name,
+                    "whole job under 5% of the measurement time (worst space)",
+                    _yes(share < 0.05),
+                    f"{100 * share:.2f}%",
+                )
+            )
+    return rows
+
+
+def _mean_median(per: dict[Path, Runs], spaces: list[Path], k: int) -> float:
+    return statistics.mean(per[f].median_at(k) for f in spaces)
+
+
+def _yes(met: bool) -> str:
+    return "yes" if met else "no"
+
+
+def _timed(per: dict[Path, list[float]]) -> dict[Path, list[float]]:
+    """The spaces whose runs all have a cost (a NaN or zero one: not ktune's strategy)."""
+    return {f: v for f, v in per.items() if v and all(m > 0 for m in v)}
+
+
+def worst_share(per: dict[Path, list[float]], cost_ms: dict[Path, float]) -> float | None:
+    """The worst space's median cost (ms per measurement, one value per run) over its median
+    measurement time; ``None`` for a strategy that is not ktune's (no value, NaN or zero)."""
+    timed = _timed(per)
+    if not timed:
+        return None
+    return max(statistics.median(v) / cost_ms[f] for f, v in timed.items())
+
+
 def cost_cells(per: dict[Path, list[float]], cost_ms: dict[Path, float]) -> str:
     """Two table cells from one cost (ms per measurement, one value per run, per space): the
-    median over all runs, and the worst space's median over its median measurement time;
-    ``-`` for a strategy that is not ktune's (no value, NaN or zero)."""
-    timed = {f: v for f, v in per.items() if v and all(m > 0 for m in v)}
-    if not timed:
+    median over all runs, and the worst space's median over its median measurement time
+    (``worst_share``); ``- | -`` for a strategy that is not ktune's."""
+    worst = worst_share(per, cost_ms)
+    if worst is None:
         return "- | -"
-    worst = max(statistics.median(v) / cost_ms[f] for f, v in timed.items())
-    median = statistics.median(m for v in timed.values() for m in v)
+    median = statistics.median(m for v in _timed(per).values() for m in v)
     return f"{median:.1f} | {100 * worst:.2f}%"
 
 

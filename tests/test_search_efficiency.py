@@ -67,3 +67,31 @@ def test_the_worst_run_is_printed_with_its_seed() -> None:
     assert (
         se.Runs([np.ones(100)], [0.0], exact_quantiles={0.9: np.ones(100)}).worst_cell(100) == "-"
     )
+
+
+def test_the_targets_are_checked_against_kernel_tuner_in_the_same_run() -> None:
+    """With Kernel Tuner's strategies in the run, each of ktune's gets issue 26's targets as
+    rows: met or not, with the figures and the spaces below the per-space floor."""
+    se = _module()
+    a, b = Path("k/a.json.gz"), Path("k/b.json.gz")
+
+    def runs(finals: list[float], job_ms: float = float("nan")) -> object:
+        r = _runs(se, finals)
+        r.job_ms_per_measurement = [job_ms] * len(finals)
+        return r
+
+    table = {
+        "ktune:auto": {a: runs([1.0] * 9 + [1.3], 1.0), b: runs([1.0] * 5 + [1.3] * 5, 1.0)},
+        "KT:greywolf": {a: runs([1.1] * 10), b: runs([1.0] * 8 + [1.3] * 2)},
+        "random (exact)": {
+            a: se.Runs([np.full(100, 1.2)], [0.0], exact_within={100: 0.2}),
+            b: se.Runs([np.full(100, 1.2)], [0.0], exact_within={100: 0.6}),
+        },
+    }
+    rows = {row[1]: row for row in se.target_checks(table, {a: 100.0, b: 10.0})}
+    assert rows["ahead of every Kernel Tuner strategy at 20 / 50 / 100"][2] == "no"  # 1.075 > 1.05
+    floor = rows["per space within 5% by 100 at least random's and the best strategy's minus 0.1"]
+    assert floor[2] == "no" and "1 of 2" in floor[3] and "k/b 0.50 against 0.80" in floor[3]
+    assert rows["over spaces within 5% by 100 at least 0.8"][2:] == ("no", "0.700")
+    assert rows["whole job under 5% of the measurement time (worst space)"][2:] == ("no", "10.00%")
+    assert se.target_checks({"ktune:auto": table["ktune:auto"]}, {a: 1.0, b: 1.0}) == []
