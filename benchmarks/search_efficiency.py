@@ -7,7 +7,8 @@ given by its exact expectation (sampling without replacement). Failed configurat
 measurements: each costs a compile. Two modes: ``none`` (an empty log) and ``transfer`` (the
 other GPUs' recordings of the same kernel imported into the log first).
 
-    python benchmarks/search_efficiency.py [FILES...] [--seeds 10] [--budget 200]
+    python benchmarks/search_efficiency.py [FILES...] [--seeds 10] [--budget 200] [--json OUT]
+    python benchmarks/search_efficiency.py --merge PART.json PART.json ...
 
 Prints, per mode, the mean over spaces of the median best/optimum after k measurements, the
 fraction of runs within 5% of the optimum by 100, the tuner's own time per measurement (ask and
@@ -23,6 +24,7 @@ All figures come from replayed recordings (Benchmark Hub, see search_space/recor
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import shutil
 import statistics
@@ -30,8 +32,10 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -236,7 +240,26 @@ def main(argv: list[str] | None = None) -> int:
         "--kt", default=",".join(KT_STRATEGIES), help="Kernel Tuner strategies ('' for none)"
     )
     parser.add_argument("--modes", default="none,transfer")
+    parser.add_argument(
+        "--json", type=Path, help="also save every run here, for --merge (runs split in parts)"
+    )
+    parser.add_argument(
+        "--merge",
+        type=Path,
+        nargs="+",
+        metavar="JSON",
+        help="run nothing: print the tables of the runs saved by --json (parts of one run over "
+        "different spaces), as if they were one run",
+    )
     args = parser.parse_args(argv)
+    if args.merge:
+        try:
+            merged = merge_saved(args.merge)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            parser.error(f"cannot merge: {exc}")
+        for mode, table in merged.results.items():
+            print_table(mode, table, merged.cost_ms, merged.seeds, merged.budget)
+        return 0
     if args.seeds < 1 or args.first_seed < 0 or args.budget < 1:
         parser.error("--seeds and --budget must be at least 1, --first-seed at least 0")
     try:
@@ -299,20 +322,99 @@ def main(argv: list[str] | None = None) -> int:
                             runs.tuner_ms_per_measurement.append(float("nan"))
                         results[mode][f"KT:{name}"][f] = runs
                     results[mode]["random (exact)"][f] = random_expectation(rec, args.budget)
+        cost_ms = {f: rec.median_measurement_ms for f, rec in recs.items()}
+        if args.json is not None:
+            save_runs(args.json, Saved(results, cost_ms, args.seeds, args.budget))
         for mode in modes:
-            print_table(mode, results[mode], recs, args.seeds, args.budget)
+            print_table(mode, results[mode], cost_ms, args.seeds, args.budget)
     return 0
+
+
+@dataclass
+class Saved:
+    """A run's results as ``--json`` keeps them: per mode, per strategy, per space, the runs;
+    each space's median measurement time (ms); the seeds per space and the budget."""
+
+    results: dict[str, dict[str, dict[Path, Runs]]]
+    cost_ms: dict[Path, float]
+    seeds: int
+    budget: int
+
+
+def _runs_to_dict(runs: Runs) -> dict[str, Any]:
+    return {
+        "curves": [c.tolist() for c in runs.curves],
+        "tuner_ms": runs.tuner_ms_per_measurement,
+        "job_ms": runs.job_ms_per_measurement,
+        "exact_within": {str(k): v for k, v in runs.exact_within.items()},
+        "exact_quantiles": {str(q): c.tolist() for q, c in runs.exact_quantiles.items()},
+        "seeds": runs.seeds,
+    }
+
+
+def _runs_from_dict(d: dict[str, Any]) -> Runs:
+    return Runs(
+        [np.asarray(c, dtype=np.float64) for c in d["curves"]],
+        [float(x) for x in d["tuner_ms"]],
+        [float(x) for x in d["job_ms"]],
+        {int(k): float(v) for k, v in d["exact_within"].items()},
+        {float(q): np.asarray(c, dtype=np.float64) for q, c in d["exact_quantiles"].items()},
+        [int(x) for x in d["seeds"]],
+    )
+
+
+def save_runs(path: Path, saved: Saved) -> None:
+    """Write ``saved`` as JSON (NaN costs, Kernel Tuner's, as JSON's ``NaN``)."""
+    doc = {
+        "seeds": saved.seeds,
+        "budget": saved.budget,
+        "cost_ms": {str(f): ms for f, ms in saved.cost_ms.items()},
+        "results": {
+            mode: {
+                name: {str(f): _runs_to_dict(r) for f, r in per.items()}
+                for name, per in table.items()
+            }
+            for mode, table in saved.results.items()
+        },
+    }
+    path.write_text(json.dumps(doc))
+
+
+def merge_saved(paths: Sequence[Path]) -> Saved:
+    """The runs saved by ``--json`` in ``paths`` as one: their spaces together. Raises
+    ``ValueError`` when the parts disagree on the seeds or the budget, or share a space."""
+    merged = Saved({}, {}, 0, 0)
+    for path in paths:
+        doc = json.loads(path.read_text())
+        seeds, budget = int(doc["seeds"]), int(doc["budget"])
+        if merged.budget and (seeds, budget) != (merged.seeds, merged.budget):
+            raise ValueError(
+                f"{path}: {seeds} seeds, budget {budget}; the first part has"
+                f" {merged.seeds} seeds, budget {merged.budget}"
+            )
+        merged.seeds, merged.budget = seeds, budget
+        for space, ms in doc["cost_ms"].items():
+            if Path(space) in merged.cost_ms:
+                raise ValueError(f"{path}: {space} is in another part too")
+            merged.cost_ms[Path(space)] = float(ms)
+        for mode, table in doc["results"].items():
+            into = merged.results.setdefault(mode, {})
+            for name, per in table.items():
+                into.setdefault(name, {}).update(
+                    {Path(f): _runs_from_dict(r) for f, r in per.items()}
+                )
+    return merged
 
 
 def print_table(
     mode: str,
     table: dict[str, dict[Path, Runs]],
-    recs: dict[Path, RecordedSpace],
+    cost_ms: dict[Path, float],
     seeds: int,
     budget: int,
 ) -> None:
+    """The tables of one mode; ``cost_ms``: each space's median measurement time."""
     spaces = sorted({f for per in table.values() for f in per}, key=str)
-    cost_ms = {f: recs[f].median_measurement_ms for f in spaces}
     print(
         f"\n### mode: {mode} ({len(spaces)} spaces, {seeds} seeds, "
         f"budget {budget}; replayed recordings)\n"

@@ -8,6 +8,7 @@ from pathlib import Path
 from types import ModuleType
 
 import numpy as np
+import pytest
 
 from tests.scripts import load_script
 
@@ -95,3 +96,41 @@ def test_the_targets_are_checked_against_kernel_tuner_in_the_same_run() -> None:
     assert rows["over spaces within 5% by 100 at least 0.8"][2:] == ("no", "0.700")
     assert rows["whole job under 5% of the measurement time (worst space)"][2:] == ("no", "10.00%")
     assert se.target_checks({"ktune:auto": table["ktune:auto"]}, {a: 1.0, b: 1.0}) == []
+
+
+def test_parts_saved_with_json_merge_into_the_tables_of_one_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run split into parts over different spaces (``--json``) prints, with ``--merge``, the
+    tables one run over all the spaces prints (the time columns aside: they are clocks);
+    parts that share a space or differ in budget are refused with one error line."""
+    se = _module()
+    recorded = SCRIPT.parent.parent / "search_space" / "recorded"
+    a, b = recorded / "pnpoly_RTX_3090.json.gz", recorded / "convolution_A4000.json.gz"
+    common = ["--seeds", "2", "--budget", "20", "--modes", "none", "--strategies", "random"]
+    common += ["--kt", ""]
+
+    def tables(argv: list[str]) -> list[str]:
+        assert se.main(argv) == 0
+        lines = capsys.readouterr().out.splitlines()
+        # rows of the main table keep their medians and fractions; the cost cells are clocks
+        return [
+            " | ".join(line.split(" | ")[:5]) if line.startswith("| ktune:") else line
+            for line in lines
+            if line.startswith("|")
+        ]
+
+    whole = tables([str(a), str(b), *common])
+    tables([str(a), *common, "--json", str(tmp_path / "a.json")])
+    tables([str(b), *common, "--json", str(tmp_path / "b.json")])
+    merged = tables(["--merge", str(tmp_path / "a.json"), str(tmp_path / "b.json")])
+    assert merged == whole and any("pnpoly" in line for line in merged)
+
+    with pytest.raises(SystemExit) as exit_:
+        se.main(["--merge", str(tmp_path / "a.json"), str(tmp_path / "a.json")])
+    assert exit_.value.code == 2
+    assert "is in another part too" in capsys.readouterr().err
+    tables([str(b), *common[:3], "30", *common[4:], "--json", str(tmp_path / "b30.json")])
+    with pytest.raises(SystemExit):
+        se.main(["--merge", str(tmp_path / "a.json"), str(tmp_path / "b30.json")])
+    assert "budget 30" in capsys.readouterr().err
