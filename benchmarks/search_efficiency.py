@@ -255,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.merge:
         try:
             merged = merge_saved(args.merge)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             parser.error(f"cannot merge: {exc}")
         for mode, table in merged.results.items():
             print_table(mode, table, merged.cost_ms, merged.seeds, merged.budget)
