@@ -73,6 +73,28 @@ class Runs:
     #: the seed of each curve, in order (empty where the runs are not seeded: random's exact row)
     seeds: list[int] = field(default_factory=list)
 
+    def to_dict(self) -> dict[str, Any]:
+        """The runs as JSON-ready values (``from_dict`` reads them back)."""
+        return {
+            "curves": [c.tolist() for c in self.curves],
+            "tuner_ms": self.tuner_ms_per_measurement,
+            "job_ms": self.job_ms_per_measurement,
+            "exact_within": {str(k): v for k, v in self.exact_within.items()},
+            "exact_quantiles": {str(q): c.tolist() for q, c in self.exact_quantiles.items()},
+            "seeds": self.seeds,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Runs:
+        return cls(
+            [np.asarray(c, dtype=np.float64) for c in d["curves"]],
+            [float(x) for x in d["tuner_ms"]],
+            [float(x) for x in d["job_ms"]],
+            {int(k): float(v) for k, v in d["exact_within"].items()},
+            {float(q): np.asarray(c, dtype=np.float64) for q, c in d["exact_quantiles"].items()},
+            [int(x) for x in d["seeds"]],
+        )
+
     def at(self, k: int) -> np.ndarray:
         return np.array([c[min(k, len(c)) - 1] for c in self.curves])
 
@@ -252,6 +274,10 @@ def main(argv: list[str] | None = None) -> int:
         "different spaces), as if they were one run",
     )
     args = parser.parse_args(argv)
+    if args.merge and args.files:
+        parser.error("--merge prints saved runs: give it no recordings")
+    if args.json is not None and not args.json.parent.is_dir():
+        parser.error(f"--json: no directory {args.json.parent} to write {args.json.name} in")
     if args.merge:
         try:
             merged = merge_saved(args.merge)
@@ -324,7 +350,10 @@ def main(argv: list[str] | None = None) -> int:
                     results[mode]["random (exact)"][f] = random_expectation(rec, args.budget)
         cost_ms = {f: rec.median_measurement_ms for f, rec in recs.items()}
         if args.json is not None:
-            save_runs(args.json, Saved(results, cost_ms, args.seeds, args.budget))
+            try:
+                save_runs(args.json, Saved(results, cost_ms, args.seeds, args.budget))
+            except OSError as exc:
+                print(f"error: could not save the runs to {args.json}: {exc}", file=sys.stderr)
         for mode in modes:
             print_table(mode, results[mode], cost_ms, args.seeds, args.budget)
     return 0
@@ -341,28 +370,6 @@ class Saved:
     budget: int
 
 
-def _runs_to_dict(runs: Runs) -> dict[str, Any]:
-    return {
-        "curves": [c.tolist() for c in runs.curves],
-        "tuner_ms": runs.tuner_ms_per_measurement,
-        "job_ms": runs.job_ms_per_measurement,
-        "exact_within": {str(k): v for k, v in runs.exact_within.items()},
-        "exact_quantiles": {str(q): c.tolist() for q, c in runs.exact_quantiles.items()},
-        "seeds": runs.seeds,
-    }
-
-
-def _runs_from_dict(d: dict[str, Any]) -> Runs:
-    return Runs(
-        [np.asarray(c, dtype=np.float64) for c in d["curves"]],
-        [float(x) for x in d["tuner_ms"]],
-        [float(x) for x in d["job_ms"]],
-        {int(k): float(v) for k, v in d["exact_within"].items()},
-        {float(q): np.asarray(c, dtype=np.float64) for q, c in d["exact_quantiles"].items()},
-        [int(x) for x in d["seeds"]],
-    )
-
-
 def save_runs(path: Path, saved: Saved) -> None:
     """Write ``saved`` as JSON (NaN costs, Kernel Tuner's, as JSON's ``NaN``)."""
     doc = {
@@ -371,8 +378,7 @@ def save_runs(path: Path, saved: Saved) -> None:
         "cost_ms": {str(f): ms for f, ms in saved.cost_ms.items()},
         "results": {
             mode: {
-                name: {str(f): _runs_to_dict(r) for f, r in per.items()}
-                for name, per in table.items()
+                name: {str(f): r.to_dict() for f, r in per.items()} for name, per in table.items()
             }
             for mode, table in saved.results.items()
         },
@@ -401,7 +407,7 @@ def merge_saved(paths: Sequence[Path]) -> Saved:
             into = merged.results.setdefault(mode, {})
             for name, per in table.items():
                 into.setdefault(name, {}).update(
-                    {Path(f): _runs_from_dict(r) for f, r in per.items()}
+                    {Path(f): Runs.from_dict(r) for f, r in per.items()}
                 )
     return merged
 
@@ -445,7 +451,7 @@ def print_table(
             + " |"
         )
     print_tails(table, spaces)
-    checks = target_checks(table, cost_ms)
+    checks = target_checks(table, cost_ms) if budget >= 100 else []
     if checks:
         print("\nthe search targets of issue 26, checked on this run:\n")
         print("| strategy | target | met | figures |")

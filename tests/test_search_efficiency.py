@@ -134,3 +134,20 @@ def test_parts_saved_with_json_merge_into_the_tables_of_one_run(
     with pytest.raises(SystemExit):
         se.main(["--merge", str(tmp_path / "a.json"), str(tmp_path / "b30.json")])
     assert "budget 30" in capsys.readouterr().err
+
+
+def test_bad_json_and_merge_arguments_are_one_error_line_before_any_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A ``--json`` path that cannot be written is refused before the runs (not after them),
+    and ``--merge`` given recordings too is refused."""
+    se = _module()
+    recorded = str(SCRIPT.parent.parent / "search_space" / "recorded" / "pnpoly_RTX_3090.json.gz")
+    for argv, message in (
+        ([recorded, "--json", str(tmp_path / "missing" / "x.json")], "--json: no directory"),
+        ([recorded, "--merge", str(tmp_path / "x.json")], "give it no recordings"),
+    ):
+        with pytest.raises(SystemExit) as exit_:
+            se.main(argv)
+        assert exit_.value.code == 2
+        assert message in capsys.readouterr().err
