@@ -349,14 +349,16 @@ def main(argv: list[str] | None = None) -> int:
                         results[mode][f"KT:{name}"][f] = runs
                     results[mode]["random (exact)"][f] = random_expectation(rec, args.budget)
         cost_ms = {f: rec.median_measurement_ms for f, rec in recs.items()}
+        saved = True
         if args.json is not None:
             try:
                 save_runs(args.json, Saved(results, cost_ms, args.seeds, args.budget))
             except OSError as exc:
                 print(f"error: could not save the runs to {args.json}: {exc}", file=sys.stderr)
+                saved = False
         for mode in modes:
             print_table(mode, results[mode], cost_ms, args.seeds, args.budget)
-    return 0
+    return 0 if saved else 1
 
 
 @dataclass
@@ -486,10 +488,12 @@ def target_checks(
     best Kernel Tuner strategy's minus 0.1; over spaces at least 0.8; the whole job under 5%
     of the measurement time on the worst space."""
     theirs = {n: per for n, per in table.items() if n.startswith("KT:")}
+    if not theirs:
+        return []
     random_runs = table.get("random (exact)", {})
     rows: list[tuple[str, str, str, str]] = []
     for name, ours in sorted(table.items()):
-        if not name.startswith("ktune:") or not theirs:
+        if not name.startswith("ktune:"):
             continue
         spaces = [f for f in ours if all(f in per for per in theirs.values())]
         if not spaces:

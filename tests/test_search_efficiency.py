@@ -151,3 +151,20 @@ def test_bad_json_and_merge_arguments_are_one_error_line_before_any_run(
             se.main(argv)
         assert exit_.value.code == 2
         assert message in capsys.readouterr().err
+
+
+def test_a_failed_save_still_prints_the_tables_and_exits_non_zero(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """When ``--json`` cannot be written after the runs (here: the path is a directory), the
+    tables are printed all the same, the failure is one error line and the exit code is 1."""
+    se = _module()
+    recorded = str(SCRIPT.parent.parent / "search_space" / "recorded" / "pnpoly_RTX_3090.json.gz")
+    (tmp_path / "out.json").mkdir()
+    argv = [recorded, "--seeds", "1", "--budget", "5", "--modes", "none"]
+    argv += ["--strategies", "random", "--kt", "", "--json", str(tmp_path / "out.json")]
+    assert se.main(argv) == 1
+    out, err = capsys.readouterr()
+    assert "### mode: none" in out
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith("error: could not save the runs to")
