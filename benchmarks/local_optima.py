@@ -14,6 +14,12 @@ gives a config that is not valid or did not run: a move that a one-knob walk can
 that order). The columns ``steps`` and ``repair`` count the slow one-knob optima that the
 neighbourhood does not escape.
 
+The last column, ``basin``, is the share of the configs that ran from which a steepest one-knob
+descent (each step to the fastest config one knob away, until none is faster) ends within 5%
+of the optimum: how often a walk that measured whole neighbourhoods would reach the optimum from
+a uniform start. A one-knob walk that the model steers, as ``auto``'s, sees less than whole
+neighbourhoods; spaces with a small basin are the ones where starts and restarts matter most.
+
     .venv/bin/python benchmarks/local_optima.py FILE [FILE ...]
 """
 
@@ -76,6 +82,32 @@ def _escapes(
     return bool((faster & step).any()), bool((faster & repair).any())
 
 
+def descent_basin(positions: np.ndarray, times: np.ndarray) -> float:
+    """Share of the configs that ran whose steepest one-knob descent ends within ``WITHIN`` of
+    the fastest (ties stay put; configs that did not run are never stepped to)."""
+    codes = _Codes(positions)
+    runs = np.isfinite(times)
+    here = np.arange(len(times))
+    step_to, fastest = here.copy(), times.copy()
+    for j in range(positions.shape[1]):
+        for value in range(int(positions[:, j].max()) + 1):
+            there = codes.find(
+                codes.codes + (value - positions[:, j].astype(np.int64)) * codes.strides[j]
+            )
+            there[positions[:, j] == value] = -1
+            t = np.where(there >= 0, times[np.maximum(there, 0)], np.inf)
+            better = t < fastest
+            step_to[better], fastest[better] = there[better], t[better]
+    end = here
+    while True:  # each step is to a strictly faster config, so this ends
+        nxt = step_to[end]
+        if (nxt == end).all():
+            break
+        end = nxt
+    good = times[end] <= WITHIN * float(times[runs].min())
+    return float(good[runs].mean())
+
+
 def local_optima(positions: np.ndarray, times: np.ndarray) -> dict[str, float]:
     """Counts of one- and two-knob local optima among the configs that ran, and of the slow
     one-knob optima that pair steps and repairs do not escape."""
@@ -105,6 +137,7 @@ def local_optima(positions: np.ndarray, times: np.ndarray) -> dict[str, float]:
         "two_slow": sum(r > WITHIN for r in found[2]),
         "n1": float(np.median(sizes[1])),
         "n2": float(np.median(sizes[2])),
+        "basin": descent_basin(positions, times),
     }
 
 
@@ -115,9 +148,10 @@ def main(argv: list[str] | None = None) -> int:
     files = args.files or datasets("*/*.json.gz", "*.json.gz")
     header = (
         f"{'space':44s} {'ran':>6s} {'1-knob':>7s} {'>1.05':>6s} {'2-knob':>7s} {'>1.05':>6s}"
-        f" {'|N1|':>5s} {'|N2|':>5s} {'steps':>6s} {'repair':>6s}"
+        f" {'|N1|':>5s} {'|N2|':>5s} {'steps':>6s} {'repair':>6s} {'basin':>6s}"
     )
     totals = np.zeros(6)
+    basins: list[float] = []
     for n, path in enumerate(files):
         try:
             row = local_optima(*measured_times(path))
@@ -134,15 +168,16 @@ def main(argv: list[str] | None = None) -> int:
             row["steps_slow"],
             row["repair_slow"],
         ]
+        basins.append(row["basin"])
         name = "/".join(path.parts[-2:])
         print(
             f"{name:44s} {row['ran']:6.0f} {row['one']:7.0f} {row['one_slow']:6.0f}"
             f" {row['two']:7.0f} {row['two_slow']:6.0f} {row['n1']:5.0f} {row['n2']:5.0f}"
-            f" {row['steps_slow']:6.0f} {row['repair_slow']:6.0f}"
+            f" {row['steps_slow']:6.0f} {row['repair_slow']:6.0f} {row['basin']:6.3f}"
         )
     print(
         f"{'all':44s} {'':6s} {totals[0]:7.0f} {totals[1]:6.0f} {totals[2]:7.0f} {totals[3]:6.0f}"
-        f" {'':5s} {'':5s} {totals[4]:6.0f} {totals[5]:6.0f}"
+        f" {'':5s} {'':5s} {totals[4]:6.0f} {totals[5]:6.0f} {np.mean(basins):6.3f}"
     )
     return 0
 

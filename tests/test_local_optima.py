@@ -26,6 +26,8 @@ def test_a_coupled_pair_of_knobs_is_a_one_knob_trap_and_not_a_two_knob_one() -> 
     row = module.local_optima(positions, times)
     assert (row["one"], row["one_slow"], row["two"], row["two_slow"]) == (2, 1, 1, 0)
     assert row["ran"] == 8 and row["n1"] == 4 and row["n2"] == 8
+    # steepest descent reaches (2, 2) from its row and column, (0, 0) from (0, 1) and (1, 0)
+    assert row["basin"] == 5 / 8
 
 
 def test_pair_steps_and_repairs_escape_only_the_rest_points_they_reach() -> None:
