@@ -82,19 +82,21 @@ def _escapes(
     return bool((faster & step).any()), bool((faster & repair).any())
 
 
-def descent_basin(positions: np.ndarray, times: np.ndarray) -> float:
+def descent_basin(positions: np.ndarray, times: np.ndarray, codes: _Codes | None = None) -> float:
     """Share of the configs that ran whose steepest one-knob descent ends within ``WITHIN`` of
-    the fastest (ties stay put; configs that did not run are never stepped to)."""
-    codes = _Codes(positions)
+    the fastest (ties stay put; configs that did not run are never stepped to); NaN when none
+    ran. ``codes``: the configs' codes when the caller has them already."""
     runs = np.isfinite(times)
+    if not runs.any():
+        return float("nan")
+    codes = _Codes(positions) if codes is None else codes
     here = np.arange(len(times))
     step_to, fastest = here.copy(), times.copy()
     for j in range(positions.shape[1]):
-        for value in range(int(positions[:, j].max()) + 1):
-            there = codes.find(
-                codes.codes + (value - positions[:, j].astype(np.int64)) * codes.strides[j]
-            )
-            there[positions[:, j] == value] = -1
+        column = positions[:, j].astype(np.int64)
+        for value in range(int(column.max()) + 1):
+            there = codes.find(codes.codes + (value - column) * codes.strides[j])
+            there[column == value] = -1
             t = np.where(there >= 0, times[np.maximum(there, 0)], np.inf)
             better = t < fastest
             step_to[better], fastest[better] = there[better], t[better]
@@ -137,8 +139,13 @@ def local_optima(positions: np.ndarray, times: np.ndarray) -> dict[str, float]:
         "two_slow": sum(r > WITHIN for r in found[2]),
         "n1": float(np.median(sizes[1])),
         "n2": float(np.median(sizes[2])),
-        "basin": descent_basin(positions, times),
+        "basin": descent_basin(positions, times, codes),
     }
+
+
+def _mean_of_finite(values: list[float]) -> float:
+    finite = [v for v in values if np.isfinite(v)]
+    return float(np.mean(finite)) if finite else float("nan")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -177,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     print(
         f"{'all':44s} {'':6s} {totals[0]:7.0f} {totals[1]:6.0f} {totals[2]:7.0f} {totals[3]:6.0f}"
-        f" {'':5s} {'':5s} {totals[4]:6.0f} {totals[5]:6.0f} {np.mean(basins):6.3f}"
+        f" {'':5s} {'':5s} {totals[4]:6.0f} {totals[5]:6.0f} {_mean_of_finite(basins):6.3f}"
     )
     return 0
 

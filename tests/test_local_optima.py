@@ -49,3 +49,10 @@ def test_pair_steps_and_repairs_escape_only_the_rest_points_they_reach() -> None
     # (2, 0) not valid: (0, 0) to (2, 2) by way of it is a move no one-knob walk makes, a repair
     row = row_without((2, 0))
     assert (row["one_slow"], row["steps_slow"], row["repair_slow"]) == (1, 1, 0)
+
+
+def test_a_space_where_nothing_ran_has_no_basin_and_no_error() -> None:
+    module = _benchmark()
+    positions = np.array([(a, b) for a in range(2) for b in range(2)], dtype=np.int16)
+    row = module.local_optima(positions, np.full(4, np.inf))
+    assert row["ran"] == 0 and np.isnan(row["basin"])
