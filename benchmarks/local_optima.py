@@ -137,8 +137,8 @@ def local_optima(positions: np.ndarray, times: np.ndarray) -> dict[str, float]:
         "one_slow": sum(r > WITHIN for r in found[1]),
         "two": len(found[2]),
         "two_slow": sum(r > WITHIN for r in found[2]),
-        "n1": float(np.median(sizes[1])),
-        "n2": float(np.median(sizes[2])),
+        "n1": float(np.median(sizes[1])) if sizes[1] else float("nan"),
+        "n2": float(np.median(sizes[2])) if sizes[2] else float("nan"),
         "basin": descent_basin(positions, times, codes),
     }
 
