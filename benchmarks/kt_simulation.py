@@ -18,6 +18,7 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -40,7 +41,7 @@ class KTRun:
     seconds: float  # wall time of the whole run (strategy + simulated runner)
 
 
-def _plain_json(path: Path, workdir: Path) -> tuple[Path, dict]:
+def _plain_json(path: Path, workdir: Path) -> tuple[Path, dict[str, Any]]:
     with open(path, "rb") as fh:
         raw = fh.read()
     if raw[:2] == b"\x1f\x8b":
@@ -60,7 +61,7 @@ def run_kernel_tuner(path: Path, strategy: str, budget: int, seed: int) -> KTRun
         names = doc["tune_params_keys"]
         members = {k for k, v in doc["cache"].items() if v.get("time") != "InvalidConfig"}
 
-        def member(params: dict) -> bool:
+        def member(params: dict[str, Any]) -> bool:
             return ",".join(str(params[n]) for n in names) in members
 
         np.random.seed(seed)

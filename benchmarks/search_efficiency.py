@@ -216,6 +216,15 @@ def run_ktune(
     """One job on the replayed recording: its best/optimum curve, then the tuner's ask/tell
     time and the whole job's wall time (from creating it to its last log write), both in ms
     per measurement."""
+    keys, tuner_ms, job_ms = job_keys(path, name, seed, budget, template, tmp)
+    return best_curve(rec, keys, budget), tuner_ms, job_ms
+
+
+def job_keys(
+    path: Path, name: str, seed: int, budget: int, template: Path, tmp: Path
+) -> tuple[list[str], float, float]:
+    """One job on the replayed recording: the keys of the configs it measured, in order, then
+    the tuner's and the whole job's time in ms per measurement (as :func:`run_ktune`)."""
     db = tmp / f"run-{name}-{seed}.db"
     shutil.copy(template, db)
     with TuningLog.open(f"sqlite:///{db}") as tlog:
@@ -229,7 +238,7 @@ def run_ktune(
         keys = [t.config_key for t in tlog.job_trials(job.id)]
     db.unlink()
     n = max(1, outcome.state.n_trials)
-    return best_curve(rec, keys, budget), 1000.0 * outcome.state.tuner_s / n, 1000.0 * job_s / n
+    return keys, 1000.0 * outcome.state.tuner_s / n, 1000.0 * job_s / n
 
 
 def space_label(path: Path) -> str:

@@ -13,7 +13,9 @@ comparison is paired. Prints, per space and over spaces, both arms' median best/
 then the paired difference in that fraction (per seed, the mean over spaces), its standard
 error and a 90% bootstrap interval: a change whose interval holds 0 is level. The outcome of a
 run is bimodal (found, or stuck), so judge on 30 or more seeds that were not used while
-developing the change. Figures come from replayed recordings, not from measurements.
+developing the change. Each arm's ``slow`` column says where its measurements went: the share
+of those after the 20th that ran more than 5 times slower than the best the run had measured
+before them (mean over seeds). Figures come from replayed recordings, not from measurements.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from multiprocessing import Pool
 from pathlib import Path
 from typing import Any
@@ -36,7 +39,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.search_efficiency import Runs, make_template, run_ktune, space_label
+from benchmarks.search_efficiency import Runs, best_curve, job_keys, make_template, space_label
 from ktune.search_space.formats import FormatError, load_cache
 from ktune.search_space.formats.kernel_tuner import RecordedSpace
 from ktune.tuner.strategies.auto import AutoSearch
@@ -45,8 +48,46 @@ CHECKPOINTS = (20, 50, 100)
 WITHIN = 1.05
 ARMS = ("as is", "changed")
 
+#: the ``slow`` column: measurements after this many, more than ``SLOW_FACTOR`` times slower
+#: than the best measured before them
+SLOW_AFTER = 20
+SLOW_FACTOR = 5.0
+
 #: per arm, per space, per seed: the run's best/optimum after each measurement
 Table = dict[str, dict[str, dict[int, list[float]]]]
+#: per arm, per space, per seed: the run's share of slow measurements (``slow_share``)
+SlowTable = dict[str, dict[str, dict[int, float]]]
+#: one job's result: (file, seed, arm, best/optimum curve, share of slow measurements)
+Done = tuple[str, int, str, list[float], float]
+
+
+@dataclass
+class Trial:
+    """Both arms' runs: best/optimum curves, and each run's share of slow measurements."""
+
+    curves: Table
+    slow: SlowTable
+
+
+def slow_share(
+    rec: RecordedSpace, keys: Sequence[str], after: int = SLOW_AFTER, factor: float = SLOW_FACTOR
+) -> float:
+    """The share of the measurements after the first ``after`` that ran and took more than
+    ``factor`` times the best time measured before them (a failed run is lost, not slow; NaN
+    when the run made no measurement after ``after``)."""
+    times = [
+        r.time_ms if r is not None and r.status == "ok" and r.time_ms else math.inf
+        for r in (rec.records.get(k) for k in keys)
+    ]
+    if len(times) <= after:
+        return math.nan
+    best = min(times[:after])
+    slow = 0
+    for t in times[after:]:
+        if math.isfinite(t) and t > factor * best:
+            slow += 1
+        best = min(best, t)
+    return slow / (len(times) - after)
 
 
 def parse_setting(text: str) -> tuple[str, Any]:
@@ -112,20 +153,15 @@ def _start_worker(
     _worker.update(recs=recs, tmp=tmp, template=template, settings=settings, budget=budget)
 
 
-def _run(task: tuple[str, int, str]) -> tuple[str, int, str, list[float]]:
-    """One job: ``(file, seed, arm)`` to its best/optimum after each measurement."""
+def _run(task: tuple[str, int, str]) -> Done:
+    """One job: ``(file, seed, arm)`` to its best/optimum after each measurement and its share
+    of slow measurements."""
     path, seed, arm = task
+    rec, budget = _worker["recs"][path], _worker["budget"]
     with applied(_worker["settings"] if arm == ARMS[1] else {}):
-        curve, _, _ = run_ktune(
-            Path(path),
-            _worker["recs"][path],
-            "auto",
-            seed,
-            _worker["budget"],
-            _worker["template"],
-            _worker["tmp"],
-        )
-    return path, seed, arm, [float(v) for v in curve]
+        keys, _, _ = job_keys(Path(path), "auto", seed, budget, _worker["template"], _worker["tmp"])
+    curve = best_curve(rec, keys, budget)
+    return path, seed, arm, [float(v) for v in curve], slow_share(rec, keys)
 
 
 def checkpoints(budget: int) -> list[int]:
@@ -138,22 +174,28 @@ def run_trial(
     settings: dict[str, Any],
     budget: int,
     processes: int,
-) -> Table:
+) -> Trial:
     """Both arms on every (file, seed); ``files`` may come loaded already (path -> recording),
     so that each is read once, not once per process."""
     recs = dict(files) if isinstance(files, Mapping) else {f: load_cache(Path(f)) for f in files}
     tasks = [(f, s, arm) for f in recs for s in seeds for arm in ARMS]
-    table: Table = {arm: {f: {} for f in recs} for arm in ARMS}
+    trial = Trial(
+        {arm: {f: {} for f in recs} for arm in ARMS}, {arm: {f: {} for f in recs} for arm in ARMS}
+    )
     with tempfile.TemporaryDirectory(prefix="ktune-trials-") as parent:
         if processes <= 1:
             _start_worker(recs, settings, budget, parent)
-            for path, seed, arm, row in map(_run, tasks):
-                table[arm][path][seed] = row
-            return table
-        with Pool(processes, _start_worker, (recs, settings, budget, parent)) as pool:
-            for path, seed, arm, row in pool.imap_unordered(_run, tasks):
-                table[arm][path][seed] = row
-    return table
+            _collect(trial, map(_run, tasks))
+        else:
+            with Pool(processes, _start_worker, (recs, settings, budget, parent)) as pool:
+                _collect(trial, pool.imap_unordered(_run, tasks))
+    return trial
+
+
+def _collect(trial: Trial, done: Iterator[Done]) -> None:
+    for path, seed, arm, row, slow in done:
+        trial.curves[arm][path][seed] = row
+        trial.slow[arm][path][seed] = slow
 
 
 def paired_difference(
@@ -183,7 +225,8 @@ def paired_difference(
     return mean, se, float(np.quantile(boot, 0.05)), float(np.quantile(boot, 0.95))
 
 
-def print_report(table: Table, settings: Mapping[str, Any], budget: int) -> None:
+def print_report(trial: Trial, settings: Mapping[str, Any], budget: int) -> None:
+    table = trial.curves
     files = list(table[ARMS[0]])
     ks = checkpoints(budget)
     change = ", ".join(f"{k}={v!r}" for k, v in settings.items())
@@ -193,26 +236,27 @@ def print_report(table: Table, settings: Mapping[str, Any], budget: int) -> None
         f" budget {budget}; replayed recordings)\n"
     )
     heads = " | ".join(f"@{k}" for k in ks)
-    print(f"| space | arm | {heads} | within 5% by {budget} | worst (seed) |")
-    print("|---|---|" + "---|" * (len(ks) + 2))
+    print(f"| space | arm | {heads} | within 5% by {budget} | worst (seed) | slow |")
+    print("|---|---|" + "---|" * (len(ks) + 3))
     means: dict[str, list[list[float]]] = {arm: [] for arm in ARMS}
     for f in files:
         for arm in ARMS:
             seeds = sorted(table[arm][f])
             runs = Runs([np.asarray(table[arm][f][s]) for s in seeds], [], seeds=seeds)
             medians = [runs.median_at(k) for k in ks]
-            means[arm].append([*medians, runs.within(budget)])
+            slow = _mean_slow(trial.slow[arm][f])
+            means[arm].append([*medians, runs.within(budget), slow])
             cells = " | ".join(f"{m:.3f}" for m in medians)
-            tail = f"{runs.within(budget):.3f} | {runs.worst_cell(budget)}"
+            tail = f"{runs.within(budget):.3f} | {runs.worst_cell(budget)} | {slow:.3f}"
             print(f"| {space_label(Path(f))} | {arm} | {cells} | {tail} |")
     print(
         "\nover spaces, the mean of the per-space medians and of the fraction within 5%"
         f" by {budget}:\n"
     )
-    print(f"| arm | {heads} | within 5% by {budget} |")
-    print("|---|" + "---|" * (len(ks) + 1))
+    print(f"| arm | {heads} | within 5% by {budget} | slow |")
+    print("|---|" + "---|" * (len(ks) + 2))
     for arm in ARMS:
-        cols = np.mean(np.array(means[arm]), axis=0)
+        cols = np.nanmean(np.array(means[arm]), axis=0)
         print(f"| {arm} | " + " | ".join(f"{c:.3f}" for c in cols) + " |")
     mean, se, low, high = paired_difference(table[ARMS[0]], table[ARMS[1]])
     print(
@@ -220,6 +264,15 @@ def print_report(table: Table, settings: Mapping[str, Any], budget: int) -> None
         f"spaces): {mean:+.3f}, standard error {se:.3f}, 90% bootstrap interval "
         f"[{low:+.3f}, {high:+.3f}]"
     )
+    print(
+        f"\nslow: the share of the measurements after the {SLOW_AFTER}th that ran more than"
+        f" {SLOW_FACTOR:g} times slower than the best measured before them (mean over seeds)"
+    )
+
+
+def _mean_slow(per_seed: Mapping[int, float]) -> float:
+    finite = [v for v in per_seed.values() if not math.isnan(v)]
+    return statistics.fmean(finite) if finite else math.nan
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -250,11 +303,18 @@ def main(argv: list[str] | None = None) -> int:
         except (FormatError, OSError) as exc:
             parser.error(str(exc))
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
-    table = run_trial(recs, seeds, settings, args.budget, args.processes)
-    print_report(table, settings, args.budget)
+    trial = run_trial(recs, seeds, settings, args.budget, args.processes)
+    print_report(trial, settings, args.budget)
     if args.json is not None:
         args.json.write_text(
-            json.dumps({"settings": settings, "budget": args.budget, "runs": table})
+            json.dumps(
+                {
+                    "settings": settings,
+                    "budget": args.budget,
+                    "runs": trial.curves,
+                    "slow": trial.slow,
+                }
+            )
         )
     return 0
 

@@ -4,9 +4,10 @@ difference is what the two arms' runs say."""
 
 from __future__ import annotations
 
+import math
 from functools import cache
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 
 import pytest
 
@@ -68,15 +69,37 @@ def test_a_trial_runs_both_arms_through_the_job_path(capsys: pytest.CaptureFixtu
     """Three seeds of 30 measurements on a bundled recording: without the escape the runs
     differ from auto's, each arm's table is printed, and auto is left as it was."""
     st = _module()
-    table = st.run_trial([str(PNPOLY)], [0, 1, 2], {"escape": False}, 30, processes=1)
-    base, changed = table["as is"][str(PNPOLY)], table["changed"][str(PNPOLY)]
+    trial = st.run_trial([str(PNPOLY)], [0, 1, 2], {"escape": False}, 30, processes=1)
+    base, changed = trial.curves["as is"][str(PNPOLY)], trial.curves["changed"][str(PNPOLY)]
     assert sorted(base) == sorted(changed) == [0, 1, 2]
     assert all(1.0 <= row[-1] <= row[0] for row in [*base.values(), *changed.values()])
     assert base != changed  # the escape changes what 30 measurements find
+    slow = [
+        *trial.slow["as is"][str(PNPOLY)].values(),
+        *trial.slow["changed"][str(PNPOLY)].values(),
+    ]
+    assert len(slow) == 6 and all(0.0 <= v <= 1.0 for v in slow)
     assert AutoSearch.escape is True
-    st.print_report(table, {"escape": False}, 30)
+    st.print_report(trial, {"escape": False}, 30)
     out = capsys.readouterr().out
     assert "| recorded/pnpoly_RTX_3090 | changed |" in out and "paired difference" in out
+    assert "| slow |" in out
+
+
+def test_slow_measurements_are_counted_against_the_best_before_them() -> None:
+    """After the first two, a measurement is slow when it ran and took more than 5 times the
+    best measured before it; a failed run is not slow, and the best moves as the run finds."""
+    st = _module()
+    times = {"a": 10.0, "b": 4.0, "c": 25.0, "d": 19.0, "e": 1.0, "f": 6.0, "g": None}
+    rec = SimpleNamespace(
+        records={
+            k: SimpleNamespace(status="ok" if t else "error", time_ms=t) for k, t in times.items()
+        }
+    )
+    # after a, b (best 4): c 25 > 20 slow, d 19 not, e 1 new best, f 6 > 5 slow, g failed
+    assert st.slow_share(rec, list("abcdefg"), after=2) == pytest.approx(2 / 5)
+    assert st.slow_share(rec, list("abcdefg"), after=2, factor=10.0) == 0.0
+    assert math.isnan(st.slow_share(rec, list("ab"), after=2))
 
 
 def test_bad_input_is_one_error_line(capsys: pytest.CaptureFixture[str]) -> None:
