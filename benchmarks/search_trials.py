@@ -68,6 +68,13 @@ class Trial:
     curves: Table
     slow: SlowTable
 
+    @classmethod
+    def empty(cls, files: Sequence[str]) -> Trial:
+        """No runs yet, for both arms on ``files``."""
+        curves: Table = {arm: {f: {} for f in files} for arm in ARMS}
+        slow: SlowTable = {arm: {f: {} for f in files} for arm in ARMS}
+        return cls(curves, slow)
+
 
 def slow_share(
     rec: RecordedSpace, keys: Sequence[str], after: int = SLOW_AFTER, factor: float = SLOW_FACTOR
@@ -179,9 +186,7 @@ def run_trial(
     so that each is read once, not once per process."""
     recs = dict(files) if isinstance(files, Mapping) else {f: load_cache(Path(f)) for f in files}
     tasks = [(f, s, arm) for f in recs for s in seeds for arm in ARMS]
-    trial = Trial(
-        {arm: {f: {} for f in recs} for arm in ARMS}, {arm: {f: {} for f in recs} for arm in ARMS}
-    )
+    trial = Trial.empty(list(recs))
     with tempfile.TemporaryDirectory(prefix="ktune-trials-") as parent:
         if processes <= 1:
             _start_worker(recs, settings, budget, parent)
@@ -250,8 +255,8 @@ def print_report(trial: Trial, settings: Mapping[str, Any], budget: int) -> None
             tail = f"{runs.within(budget):.3f} | {runs.worst_cell(budget)} | {slow:.3f}"
             print(f"| {space_label(Path(f))} | {arm} | {cells} | {tail} |")
     print(
-        "\nover spaces, the mean of the per-space medians and of the fraction within 5%"
-        f" by {budget}:\n"
+        "\nover spaces, the mean of the per-space medians, of the fraction within 5%"
+        f" by {budget} and of the slow share:\n"
     )
     print(f"| arm | {heads} | within 5% by {budget} | slow |")
     print("|---|" + "---|" * (len(ks) + 2))
