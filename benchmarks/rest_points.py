@@ -1,0 +1,190 @@
+"""Where runs rest: the configs that each strategy's runs hold as their best, counted over seeds.
+
+    python benchmarks/rest_points.py FILE [--strategies auto,adaptive_tabu_greywolf] \\
+        [--seeds 20] [--first-seed 0] [--budget 100] [--at 50,100] [--top 5] \\
+        [--set NAME=VALUE ...]
+
+The outcome of a run is bimodal (found, or stuck), and the stuck runs of a strategy tend to
+stop on the same few configs. For one recorded space (a Kernel Tuner cache file), this runs
+every seed of each strategy: ``auto`` (or any ktune strategy) through the job path as
+``benchmarks/search_efficiency.py`` does, Kernel Tuner's strategies in simulation mode. Then,
+at each checkpoint of ``--at``, it counts the configs the runs hold as their best (their rest
+points), most common first, with the config's time over the optimum's and the knobs in which
+it differs from the optimum: a rest point one or two knobs from the optimum is a local optimum
+of the walk, one that differs in many is another basin. ``--set`` changes ``auto``'s class
+settings as ``benchmarks/search_trials.py`` does. Figures come from replayed recordings, not
+from measurements.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.kt_simulation import KT_STRATEGIES, run_kernel_tuner
+from benchmarks.search_efficiency import job_keys, make_template, space_label
+from benchmarks.search_trials import applied, parse_setting
+from ktune.search_space.formats import FormatError, load_cache
+from ktune.search_space.formats.kernel_tuner import RecordedSpace
+from ktune.tuner import strategies
+
+#: a run "found" the optimum when its best is within this factor of it
+WITHIN = 1.05
+
+
+@dataclass(frozen=True)
+class RestPoint:
+    """A config that ``count`` runs held as their best at a checkpoint."""
+
+    key: str
+    count: int
+    ratio: float  # its time / the optimum's
+    differs: tuple[str, ...]  # the knobs in which it differs from the optimum
+
+
+def best_of(rec: RecordedSpace, keys: Sequence[str], k: int) -> tuple[str | None, float]:
+    """The fastest config that ran among the first ``k`` of ``keys``, and its time over the
+    optimum's (``None`` and infinity when none ran)."""
+    optimum = rec.optimum
+    if optimum is None or optimum.time_ms is None:
+        raise ValueError(f"{rec.path}: no configuration ran successfully, so there is no optimum")
+    best_key, best_ms = None, float("inf")
+    for key in keys[:k]:
+        r = rec.records.get(key)
+        if r is not None and r.status == "ok" and r.time_ms is not None and r.time_ms < best_ms:
+            best_key, best_ms = key, r.time_ms
+    return best_key, best_ms / optimum.time_ms
+
+
+def differs_from_optimum(rec: RecordedSpace, key: str) -> tuple[str, ...]:
+    """The knobs (in the space's order) in which the config of ``key`` differs from the
+    optimum's."""
+    optimum = rec.optimum
+    record = rec.records.get(key)
+    if optimum is None or record is None:
+        raise KeyError(key)
+    return tuple(p.name for p in rec.parameters if record.config[p.name] != optimum.config[p.name])
+
+
+def rest_points(rec: RecordedSpace, runs: Mapping[int, Sequence[str]], k: int) -> list[RestPoint]:
+    """The configs the runs hold as their best after ``k`` measurements, most common first (then
+    fastest); a run with nothing that ran yet is left out."""
+    held: Counter[str] = Counter()
+    ratios: dict[str, float] = {}
+    for keys in runs.values():
+        key, ratio = best_of(rec, keys, k)
+        if key is not None:
+            held[key] += 1
+            ratios[key] = ratio
+    order = sorted(held, key=lambda key: (-held[key], ratios[key]))
+    return [RestPoint(key, held[key], ratios[key], differs_from_optimum(rec, key)) for key in order]
+
+
+def run_seeds(
+    path: Path,
+    strategy: str,
+    seeds: Sequence[int],
+    budget: int,
+    settings: Mapping[str, Any],
+) -> dict[int, list[str]]:
+    """Each seed's measured keys, in order: a ktune strategy through the job path (with
+    ``settings`` applied to ``auto``), a Kernel Tuner strategy in simulation mode."""
+    runs: dict[int, list[str]] = {}
+    if strategy in KT_STRATEGIES:
+        for seed in seeds:
+            runs[seed] = run_kernel_tuner(path, strategy, budget, seed).keys
+        return runs
+    with tempfile.TemporaryDirectory(prefix="ktune-rest-") as tmp:
+        template = make_template(Path(tmp), "empty", [])
+        with applied(settings if strategy == "auto" else {}):
+            for seed in seeds:
+                keys, _, _ = job_keys(path, strategy, seed, budget, template, Path(tmp))
+                runs[seed] = keys
+    return runs
+
+
+def print_report(
+    rec: RecordedSpace,
+    strategy: str,
+    runs: Mapping[int, Sequence[str]],
+    at: Sequence[int],
+    top: int,
+    budget: int,
+) -> None:
+    ratios = {k: [best_of(rec, keys, k)[1] for keys in runs.values()] for k in at}
+    found = sum(best_of(rec, keys, budget)[1] <= WITHIN for keys in runs.values()) / len(runs)
+    seeds = sorted(runs)
+    medians = " / ".join(f"@{k} {statistics.median(ratios[k]):.3f}" for k in at)
+    print(
+        f"### {strategy} on {space_label(rec.path)} (seeds {seeds[0]}-{seeds[-1]}, budget"
+        f" {budget}; replayed recording)\n\nmedian best/optimum {medians}; within 5% by"
+        f" {budget}: {found:.2f}\n"
+    )
+    for k in at:
+        print(f"| rest point at {k} | runs | best / optimum | differs from the optimum in |")
+        print("|---|---|---|---|")
+        points = rest_points(rec, runs, k)
+        for p in points[:top]:
+            where = ", ".join(p.differs) if p.differs else "(the optimum)"
+            print(f"| `{p.key}` | {p.count} | {p.ratio:.3f} | {where} |")
+        others = sum(p.count for p in points[top:])
+        if others:
+            print(f"| {len(points) - top} others | {others} | | |")
+        print()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("file", type=Path)
+    parser.add_argument("--strategies", default="auto,adaptive_tabu_greywolf")
+    parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--budget", type=int, default=100)
+    parser.add_argument("--at", default="50,100", help="checkpoints, comma-separated")
+    parser.add_argument("--top", type=int, default=5, help="rest points listed per checkpoint")
+    parser.add_argument("--set", dest="settings", action="append", default=[], metavar="NAME=VALUE")
+    args = parser.parse_args(argv)
+    if args.seeds < 1 or args.first_seed < 0 or args.budget < 1 or args.top < 1:
+        parser.error("--seeds, --budget and --top must be at least 1, --first-seed at least 0")
+    try:
+        at = sorted({int(k) for k in args.at.split(",")})
+    except ValueError:
+        parser.error(f"--at: {args.at!r} is not a comma-separated list of integers")
+    if not at or at[0] < 1 or at[-1] > args.budget:
+        parser.error(f"--at: checkpoints must be between 1 and the budget ({args.budget})")
+    names = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    known = set(strategies.names()) | set(KT_STRATEGIES)
+    unknown = [s for s in names if s not in known]
+    if not names or unknown:
+        parser.error(f"--strategies: unknown {', '.join(unknown) or '(none given)'}")
+    try:
+        settings = dict(parse_setting(s) for s in args.settings)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if settings and "auto" not in names:
+        parser.error("--set changes auto's settings, but auto is not among --strategies")
+    try:
+        rec = load_cache(args.file)
+    except (FormatError, OSError) as exc:
+        parser.error(str(exc))
+    if rec.optimum is None:
+        parser.error(f"{args.file}: no configuration ran successfully, so there is no optimum")
+    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
+    for name in names:
+        runs = run_seeds(args.file, name, seeds, args.budget, settings)
+        print_report(rec, name, runs, at, args.top, args.budget)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
