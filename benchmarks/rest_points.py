@@ -1,12 +1,12 @@
 """Where runs rest: the configs that each strategy's runs hold as their best, counted over seeds.
 
-    python benchmarks/rest_points.py FILE [--strategies auto,adaptive_tabu_greywolf] \\
+    python benchmarks/rest_points.py FILE [FILE ...] [--strategies auto,adaptive_tabu_greywolf] \\
         [--seeds 20] [--first-seed 0] [--budget 100] [--at 50,100] [--top 5] \\
         [--set NAME=VALUE ...]
 
 The outcome of a run is bimodal (found, or stuck), and the stuck runs of a strategy tend to
-stop on the same few configs. For one recorded space (a Kernel Tuner cache file), this runs
-every seed of each strategy: ``auto`` (or any ktune strategy) through the job path as
+stop on the same few configs. For each recorded space given (Kernel Tuner cache files), this
+runs every seed of each strategy: ``auto`` (or any ktune strategy) through the job path as
 ``benchmarks/search_efficiency.py`` does, Kernel Tuner's strategies in simulation mode. Then,
 at each checkpoint of ``--at``, it counts the configs the runs hold as their best (their rest
 points), most common first, with the config's time over the optimum's and the knobs in which
@@ -145,7 +145,7 @@ def print_report(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("file", type=Path)
+    parser.add_argument("files", nargs="+", type=Path)
     parser.add_argument("--strategies", default="auto,adaptive_tabu_greywolf")
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--first-seed", type=int, default=0)
@@ -173,16 +173,19 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     if settings and "auto" not in names:
         parser.error("--set changes auto's settings, but auto is not among --strategies")
-    try:
-        rec = load_cache(args.file)
-    except (FormatError, OSError) as exc:
-        parser.error(str(exc))
-    if rec.optimum is None:
-        parser.error(f"{args.file}: no configuration ran successfully, so there is no optimum")
+    recs: dict[Path, RecordedSpace] = {}
+    for path in args.files:
+        try:
+            recs[path] = load_cache(path)
+        except (FormatError, OSError) as exc:
+            parser.error(str(exc))
+        if recs[path].optimum is None:
+            parser.error(f"{path}: no configuration ran successfully, so there is no optimum")
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
-    for name in names:
-        runs = run_seeds(args.file, name, seeds, args.budget, settings)
-        print_report(rec, name, runs, at, args.top, args.budget)
+    for path, rec in recs.items():
+        for name in names:
+            runs = run_seeds(path, name, seeds, args.budget, settings)
+            print_report(rec, name, runs, at, args.top, args.budget)
     return 0
 
 

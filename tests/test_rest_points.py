@@ -15,6 +15,7 @@ from tests.scripts import load_script
 
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "rest_points.py"
 PNPOLY = SCRIPT.parent.parent / "search_space" / "recorded" / "pnpoly_RTX_3090.json.gz"
+CONVOLUTION = PNPOLY.with_name("convolution_A4000.json.gz")
 
 
 @cache
@@ -65,12 +66,17 @@ def test_auto_runs_through_the_job_path_and_every_run_is_counted(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     rp = _module()
-    assert rp.main([str(PNPOLY), "--strategies", "auto", "--seeds", "3", "--budget", "12",
-                    "--at", "12", "--top", "10"]) == 0  # fmt: skip
-    out = capsys.readouterr().out
-    rows = [line for line in out.splitlines() if line.startswith("| `")]
-    assert rows and sum(int(line.split("|")[2]) for line in rows) == 3
-    assert "median best/optimum @12" in out
+    assert rp.main([str(PNPOLY), str(CONVOLUTION), "--strategies", "auto", "--seeds", "3",
+                    "--budget", "12", "--at", "12", "--top", "10"]) == 0  # fmt: skip
+    reports = capsys.readouterr().out.split("### ")[1:]
+    assert [r.split(" (")[0] for r in reports] == [
+        "auto on recorded/pnpoly_RTX_3090",
+        "auto on recorded/convolution_A4000",
+    ]
+    for report in reports:
+        rows = [line for line in report.splitlines() if line.startswith("| `")]
+        assert rows and sum(int(line.split("|")[2]) for line in rows) == 3
+        assert "median best/optimum @12" in report
 
 
 @pytest.mark.parametrize(
