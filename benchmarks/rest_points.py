@@ -12,7 +12,10 @@ at each checkpoint of ``--at``, it counts the configs the runs hold as their bes
 points), most common first, with the config's time over the optimum's and the knobs in which
 it differs from the optimum: a rest point one or two knobs from the optimum is a local optimum
 of the walk, one that differs in many is another basin. ``--set`` changes ``auto``'s class
-settings as ``benchmarks/search_trials.py`` does. Figures come from replayed recordings, not
+settings as ``benchmarks/search_trials.py`` does. A last table sorts each strategy's misses on
+each space (runs more than 5% slower than the optimum at the budget) by how many knobs their
+rest point differs from the optimum in: one or two knobs is a move a walk could still make,
+three or more is another basin. Figures come from replayed recordings, not
 from measurements.
 """
 
@@ -88,6 +91,52 @@ def rest_points(rec: RecordedSpace, runs: Mapping[int, Sequence[str]], k: int) -
             ratios[key] = ratio
     order = sorted(held, key=lambda key: (-held[key], ratios[key]))
     return [RestPoint(key, held[key], ratios[key], differs_from_optimum(rec, key)) for key in order]
+
+
+@dataclass(frozen=True)
+class Misses:
+    """A strategy's runs on one space at the budget: how many, how many found the optimum (within
+    5%), and the misses by the number of knobs their rest point differs from the optimum in."""
+
+    space: str
+    strategy: str
+    runs: int
+    found: int
+    by_distance: dict[int, int]
+
+
+def count_misses(
+    rec: RecordedSpace, strategy: str, runs: Mapping[int, Sequence[str]], k: int
+) -> Misses:
+    """The misses after ``k`` measurements (a run with nothing that ran counts as a miss at the
+    distance of every knob)."""
+    by_distance: Counter[int] = Counter()
+    found = 0
+    for keys in runs.values():
+        key, ratio = best_of(rec, keys, k)
+        if ratio <= WITHIN:
+            found += 1
+        else:
+            by_distance[
+                len(rec.parameters) if key is None else len(differs_from_optimum(rec, key))
+            ] += 1
+    return Misses(space_label(rec.path), strategy, len(runs), found, dict(by_distance))
+
+
+def print_misses(table: Sequence[Misses], budget: int) -> None:
+    print(
+        f"### Misses at {budget} by the knobs their rest point differs from the optimum in\n\n"
+        "| space | strategy | runs | within 5% | misses | 1 knob | 2 knobs | 3 or more |\n"
+        "|---|---|---|---|---|---|---|---|"
+    )
+    for m in table:
+        d = m.by_distance
+        far = sum(n for knobs, n in d.items() if knobs >= 3)
+        print(
+            f"| {m.space} | {m.strategy} | {m.runs} | {m.found} | {m.runs - m.found} |"
+            f" {d.get(1, 0)} | {d.get(2, 0)} | {far} |"
+        )
+    print()
 
 
 def run_seeds(
@@ -182,10 +231,13 @@ def main(argv: list[str] | None = None) -> int:
         if recs[path].optimum is None:
             parser.error(f"{path}: no configuration ran successfully, so there is no optimum")
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
+    misses: list[Misses] = []
     for path, rec in recs.items():
         for name in names:
             runs = run_seeds(path, name, seeds, args.budget, settings)
             print_report(rec, name, runs, at, args.top, args.budget)
+            misses.append(count_misses(rec, name, runs, args.budget))
+    print_misses(misses, args.budget)
     return 0
 
 

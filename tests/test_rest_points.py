@@ -68,7 +68,8 @@ def test_auto_runs_through_the_job_path_and_every_run_is_counted(
     rp = _module()
     assert rp.main([str(PNPOLY), str(CONVOLUTION), "--strategies", "auto", "--seeds", "3",
                     "--budget", "12", "--at", "12", "--top", "10"]) == 0  # fmt: skip
-    reports = capsys.readouterr().out.split("### ")[1:]
+    out = capsys.readouterr().out
+    reports = [r for r in out.split("### ") if r.startswith("auto on")]
     assert [r.split(" (")[0] for r in reports] == [
         "auto on recorded/pnpoly_RTX_3090",
         "auto on recorded/convolution_A4000",
@@ -77,6 +78,11 @@ def test_auto_runs_through_the_job_path_and_every_run_is_counted(
         rows = [line for line in report.splitlines() if line.startswith("| `")]
         assert rows and sum(int(line.split("|")[2]) for line in rows) == 3
         assert "median best/optimum @12" in report
+    misses = out.split("### Misses at 12")[1].splitlines()
+    assert [line.split(" | ")[0] for line in misses if line.startswith("| recorded/")] == [
+        "| recorded/pnpoly_RTX_3090",
+        "| recorded/convolution_A4000",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -105,3 +111,17 @@ def test_a_missing_file_is_a_one_line_error(capsys: pytest.CaptureFixture[str]) 
         _module().main(["/nonexistent/space.json.gz", "--seeds", "1"])
     assert exit_info.value.code == 2
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_misses_are_sorted_by_the_knobs_that_separate_them_from_the_optimum() -> None:
+    rp, rec = _module(), _rec()
+    optimum = rec.optimum
+    assert optimum is not None and optimum.time_ms is not None
+    slow = [k for k in _ok_keys() if (rec.records[k].time_ms or 0.0) > 1.05 * optimum.time_ms]
+    one = next(k for k in slow if len(rp.differs_from_optimum(rec, k)) == 1)  # the fastest
+    far = next(k for k in reversed(slow) if len(rp.differs_from_optimum(rec, k)) >= 3)
+    runs = {0: [far, optimum.key], 1: [one], 2: [far], 3: [far, one]}
+    misses = rp.count_misses(rec, "auto", runs, 2)
+    assert (misses.runs, misses.found) == (4, 1)
+    assert misses.by_distance == {1: 2, len(rp.differs_from_optimum(rec, far)): 1}
+    assert rp.count_misses(rec, "auto", runs, 1).found == 0
