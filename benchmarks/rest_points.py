@@ -15,8 +15,7 @@ of the walk, one that differs in many is another basin. ``--set`` changes ``auto
 settings as ``benchmarks/search_trials.py`` does. A last table sorts each strategy's misses on
 each space (runs more than 5% slower than the optimum at the budget) by how many knobs their
 rest point differs from the optimum in: one or two knobs is a move a walk could still make,
-three or more is another basin. Figures come from replayed recordings, not
-from measurements.
+three or more is another basin. Figures come from replayed recordings, not from measurements.
 """
 
 from __future__ import annotations
@@ -164,20 +163,19 @@ def run_seeds(
 
 def print_report(
     rec: RecordedSpace,
-    strategy: str,
     runs: Mapping[int, Sequence[str]],
+    misses: Misses,
     at: Sequence[int],
     top: int,
     budget: int,
 ) -> None:
     ratios = {k: [best_of(rec, keys, k)[1] for keys in runs.values()] for k in at}
-    found = sum(best_of(rec, keys, budget)[1] <= WITHIN for keys in runs.values()) / len(runs)
     seeds = sorted(runs)
     medians = " / ".join(f"@{k} {statistics.median(ratios[k]):.3f}" for k in at)
     print(
-        f"### {strategy} on {space_label(rec.path)} (seeds {seeds[0]}-{seeds[-1]}, budget"
+        f"### {misses.strategy} on {misses.space} (seeds {seeds[0]}-{seeds[-1]}, budget"
         f" {budget}; replayed recording)\n\nmedian best/optimum {medians}; within 5% by"
-        f" {budget}: {found:.2f}\n"
+        f" {budget}: {misses.found / misses.runs:.2f}\n"
     )
     for k in at:
         print(f"| rest point at {k} | runs | best / optimum | differs from the optimum in |")
@@ -235,8 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     for path, rec in recs.items():
         for name in names:
             runs = run_seeds(path, name, seeds, args.budget, settings)
-            print_report(rec, name, runs, at, args.top, args.budget)
             misses.append(count_misses(rec, name, runs, args.budget))
+            print_report(rec, runs, misses[-1], at, args.top, args.budget)
     print_misses(misses, args.budget)
     return 0
 
