@@ -2,7 +2,7 @@
 
     python benchmarks/rest_points.py FILE [FILE ...] [--strategies auto,adaptive_tabu_greywolf] \\
         [--seeds 20] [--first-seed 0] [--budget 100] [--at 50,100] [--top 5] \\
-        [--set NAME=VALUE ...]
+        [--set NAME=VALUE ...] [--json OUT]
 
 The outcome of a run is bimodal (found, or stuck), and the stuck runs of a strategy tend to
 stop on the same few configs. For each recorded space given (Kernel Tuner cache files), this
@@ -14,13 +14,16 @@ it differs from the optimum: a rest point one or two knobs from the optimum is a
 of the walk, one that differs in many is another basin. ``--set`` changes ``auto``'s class
 settings as ``benchmarks/search_trials.py`` does. A last table sorts each strategy's misses on
 each space (runs more than 5% slower than the optimum at the budget) by how many knobs their
-rest point differs from the optimum in: one or two knobs is a move a walk could still make,
-three or more is another basin. Figures come from replayed recordings, not from measurements.
+rest point differs in from the nearest config within 5% of the optimum: one or two knobs is a
+move a walk could still make, three or more is another basin. ``--json`` saves every run's
+measured keys, so that other counts can be made without running the jobs again. Figures come
+from replayed recordings, not from measurements.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import tempfile
@@ -104,27 +107,48 @@ class Misses:
     by_distance: dict[int, int]
 
 
+def knobs_to_within(rec: RecordedSpace, keys: Sequence[str]) -> list[int]:
+    """For each config of ``keys``, the fewest knobs in which it differs from a config within 5%
+    of the optimum (0 for such a config itself)."""
+    optimum = rec.optimum
+    if optimum is None or optimum.time_ms is None:
+        raise ValueError(f"{rec.path}: no configuration ran successfully, so there is no optimum")
+    limit = WITHIN * optimum.time_ms
+    names = [p.name for p in rec.parameters]
+    near = [
+        r.config
+        for r in rec.records.values()
+        if r.status == "ok" and r.time_ms is not None and r.time_ms <= limit
+    ]
+    return [
+        min(sum(rec.records[key].config[n] != c[n] for n in names) for c in near) for key in keys
+    ]
+
+
 def count_misses(
     rec: RecordedSpace, strategy: str, runs: Mapping[int, Sequence[str]], k: int
 ) -> Misses:
-    """The misses after ``k`` measurements (a run with nothing that ran counts as a miss at the
-    distance of every knob)."""
-    by_distance: Counter[int] = Counter()
-    found = 0
+    """The misses after ``k`` measurements by how far their rest point is from the nearest config
+    within 5% of the optimum, in knobs (a run with nothing that ran counts at every knob)."""
+    found, rests, none_ran = 0, [], 0
     for keys in runs.values():
         key, ratio = best_of(rec, keys, k)
         if ratio <= WITHIN:
             found += 1
+        elif key is None:
+            none_ran += 1
         else:
-            by_distance[
-                len(rec.parameters) if key is None else len(differs_from_optimum(rec, key))
-            ] += 1
+            rests.append(key)
+    by_distance = Counter(knobs_to_within(rec, rests))
+    if none_ran:
+        by_distance[len(rec.parameters)] += none_ran
     return Misses(space_label(rec.path), strategy, len(runs), found, dict(by_distance))
 
 
 def print_misses(table: Sequence[Misses], budget: int) -> None:
     print(
-        f"### Misses at {budget} by the knobs their rest point differs from the optimum in\n\n"
+        f"### Misses at {budget} by the knobs from their rest point to the nearest config within"
+        " 5% of the optimum\n\n"
         "| space | strategy | runs | within 5% | misses | 1 knob | 2 knobs | 3 or more |\n"
         "|---|---|---|---|---|---|---|---|"
     )
@@ -200,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--at", default="50,100", help="checkpoints, comma-separated")
     parser.add_argument("--top", type=int, default=5, help="rest points listed per checkpoint")
     parser.add_argument("--set", dest="settings", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--json", type=Path, help="write every run's measured keys here")
     args = parser.parse_args(argv)
     if args.seeds < 1 or args.first_seed < 0 or args.budget < 1 or args.top < 1:
         parser.error("--seeds, --budget and --top must be at least 1, --first-seed at least 0")
@@ -230,12 +255,18 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"{path}: no configuration ran successfully, so there is no optimum")
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     misses: list[Misses] = []
+    saved: dict[str, dict[str, dict[int, list[str]]]] = {}
     for path, rec in recs.items():
         for name in names:
             runs = run_seeds(path, name, seeds, args.budget, settings)
+            saved.setdefault(str(path), {})[name] = runs
             misses.append(count_misses(rec, name, runs, args.budget))
             print_report(rec, runs, misses[-1], at, args.top, args.budget)
     print_misses(misses, args.budget)
+    if args.json is not None:
+        args.json.write_text(
+            json.dumps({"budget": args.budget, "settings": settings, "runs": saved})
+        )
     return 0
 
 

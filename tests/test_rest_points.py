@@ -3,6 +3,7 @@ runs, with the knobs that separate it from the optimum; bad arguments are one-li
 
 from __future__ import annotations
 
+import json
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -63,11 +64,18 @@ def test_a_rest_point_names_the_knobs_that_separate_it_from_the_optimum() -> Non
 
 
 def test_auto_runs_through_the_job_path_and_every_run_is_counted(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     rp = _module()
+    saved = tmp_path / "runs.json"
     assert rp.main([str(PNPOLY), str(CONVOLUTION), "--strategies", "auto", "--seeds", "3",
-                    "--budget", "12", "--at", "12", "--top", "10"]) == 0  # fmt: skip
+                    "--budget", "12", "--at", "12", "--top", "10",
+                    "--json", str(saved)]) == 0  # fmt: skip
+    doc = json.loads(saved.read_text())
+    assert doc["budget"] == 12 and set(doc["runs"]) == {str(PNPOLY), str(CONVOLUTION)}
+    for per_strategy in doc["runs"].values():
+        assert sorted(per_strategy["auto"]) == ["0", "1", "2"]
+        assert all(len(keys) == 12 for keys in per_strategy["auto"].values())
     out = capsys.readouterr().out
     reports = [r for r in out.split("### ") if r.startswith("auto on")]
     assert [r.split(" (")[0] for r in reports] == [
@@ -113,15 +121,24 @@ def test_a_missing_file_is_a_one_line_error(capsys: pytest.CaptureFixture[str]) 
     assert "Traceback" not in capsys.readouterr().err
 
 
-def test_misses_are_sorted_by_the_knobs_that_separate_them_from_the_optimum() -> None:
+def test_misses_are_sorted_by_the_knobs_to_the_nearest_config_within_5_percent() -> None:
     rp, rec = _module(), _rec()
     optimum = rec.optimum
     assert optimum is not None and optimum.time_ms is not None
-    slow = [k for k in _ok_keys() if (rec.records[k].time_ms or 0.0) > 1.05 * optimum.time_ms]
-    one = next(k for k in slow if len(rp.differs_from_optimum(rec, k)) == 1)  # the fastest
-    far = next(k for k in reversed(slow) if len(rp.differs_from_optimum(rec, k)) >= 3)
+    limit = 1.05 * optimum.time_ms
+    near = [k.split(",") for k in _ok_keys() if (rec.records[k].time_ms or 0.0) <= limit]
+
+    def distance(key: str) -> int:  # counted on the keys' values, apart from the script's way
+        return min(
+            sum(a != b for a, b in zip(key.split(","), other, strict=True)) for other in near
+        )
+
+    slow = [k for k in _ok_keys() if (rec.records[k].time_ms or 0.0) > limit]
+    one = next(k for k in slow if distance(k) == 1)  # the fastest such
+    far = next(k for k in reversed(slow) if distance(k) >= 3)
+    assert rp.knobs_to_within(rec, [optimum.key, one, far]) == [0, 1, distance(far)]
     runs = {0: [far, optimum.key], 1: [one], 2: [far], 3: [far, one]}
     misses = rp.count_misses(rec, "auto", runs, 2)
     assert (misses.runs, misses.found) == (4, 1)
-    assert misses.by_distance == {1: 2, len(rp.differs_from_optimum(rec, far)): 1}
+    assert misses.by_distance == {1: 2, distance(far): 1}
     assert rp.count_misses(rec, "auto", runs, 1).found == 0
