@@ -38,13 +38,10 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.kt_simulation import KT_STRATEGIES, run_kernel_tuner
 from benchmarks.search_efficiency import job_keys, make_template, space_label
-from benchmarks.search_trials import applied, parse_setting
+from benchmarks.search_trials import WITHIN, applied, parse_setting
 from ktune.search_space.formats import FormatError, load_cache
 from ktune.search_space.formats.kernel_tuner import RecordedSpace
 from ktune.tuner import strategies
-
-#: a run "found" the optimum when its best is within this factor of it
-WITHIN = 1.05
 
 
 @dataclass(frozen=True)
