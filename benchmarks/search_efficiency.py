@@ -469,6 +469,14 @@ def print_table(
         print("|---|---|---|---|")
         for row in checks:
             print("| " + " | ".join(row) + " |")
+        # imported here: target_chance builds on this module's ``Runs``
+        from benchmarks.target_chance import chance_rows
+
+        print("\nwhat the draw of seeds alone can make of two of these verdicts:\n")
+        print("| strategy | target | chance |")
+        print("|---|---|---|")
+        for chance in chance_rows(table):
+            print("| " + " | ".join(chance) + " |")
     print("\nper space, median best/optimum @10 / @50 / @100:\n")
     print("| strategy | " + " | ".join(space_label(f) for f in spaces) + " |")
     print("|---|" + "---|" * len(spaces))
