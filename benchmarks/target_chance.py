@@ -81,6 +81,7 @@ class FloorChance:
     observed: int  # spaces below the floor in the runs
     expected: float  # spaces below it by chance alone: the mean over the draws
     at_least_observed: float  # the share of draws with at least ``observed`` spaces below
+    none_below: float  # the share of draws with no space below: the target met by chance
     #: for each space below the floor in the runs: the share of draws at least as far below
     p_values: dict[str, float]
 
@@ -127,6 +128,7 @@ def floor_chance(
         observed=observed,
         expected=float(counts.mean()),
         at_least_observed=float(np.mean(counts >= observed)),
+        none_below=float(np.mean(counts == 0)),
         p_values=p_values,
     )
 
@@ -171,14 +173,21 @@ def chance_rows(
             draws=draws,
         )
         per_space = "; ".join(f"{label} p={p:.3f}" for label, p in chance.p_values.items())
+        figures = (
+            f"{chance.observed} below; were {name} level with the best strategy on every space,"
+            f" {chance.expected:.2f} expected below by chance, none below in"
+            f" {chance.none_below:.2f} of draws"
+        )
+        if chance.observed:
+            figures += (
+                f", {chance.observed} or more in {chance.at_least_observed:.2f};"
+                f" per space {per_space}"
+            )
         rows.append(
             (
                 name,
                 "per space within 5% by 100 at least random's and the best strategy's minus 0.1",
-                f"{chance.observed} below; were {name} level with the best strategy on every"
-                f" space, {chance.expected:.2f} expected below by chance and"
-                f" {chance.at_least_observed:.2f} of draws with {chance.observed} or more"
-                + (f"; per space {per_space}" if per_space else ""),
+                figures,
             )
         )
     return rows

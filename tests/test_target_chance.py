@@ -61,6 +61,7 @@ def test_misses_by_chance_are_expected_when_strategies_are_level() -> None:
     level = tc.floor_chance([f"s{i}" for i in range(20)], [half] * 20, [[half]] * 20, [0.0] * 20)
     assert level.observed == 0 and level.p_values == {}
     assert 1.0 < level.expected < 10.0 and level.at_least_observed == 1.0
+    assert level.none_below < 0.5  # a strategy level with the best one misses the target
     never, always = np.zeros(30, dtype=bool), np.ones(30, dtype=bool)
     bad = tc.floor_chance(["a", "b"], [never, half], [[always], [half]], [0.0, 0.0])
     assert bad.observed == 1 and set(bad.p_values) == {"a"} and bad.p_values["a"] < 0.01
@@ -83,6 +84,9 @@ def test_rows_name_the_best_strategy_and_the_spaces_below_the_floor() -> None:
     assert "KT:greywolf's @100" in at50 and "not the seeds alone" in at50
     floor = rows["per space within 5% by 100 at least random's and the best strategy's minus 0.1"]
     assert floor.startswith("1 below") and "k/b p=0.000" in floor
+    table["ktune:auto"][b] = _runs([1.0] * 27 + [1.3] * 3)
+    floor = tc.chance_rows(table, draws=500)[1][2]
+    assert floor.startswith("0 below") and "p=" not in floor
     assert tc.chance_rows({"ktune:auto": table["ktune:auto"]}) == []
 
 
