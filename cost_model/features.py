@@ -8,6 +8,9 @@ Columns, in order (:attr:`FeatureExtractor.names` lists them):
   two: log2 of the largest power of two dividing the value (48 -> 4, 64 -> 6, capped at 10).
   Memory transactions, warps and the problem's own sizes are powers of two, so 64 and 48 can
   differ more than 64 and 128; a tree on ``knob`` or ``log2`` needs a split per value to see it.
+- ``pow2:*`` (with ``pow2=True``) - for the same knobs, 1 where the value is a power of two:
+  ``align2`` gives 192 and 64 the same alignment, and on some GPUs only the powers of two run
+  well (every other block width of the AMD convolution recordings is over 10x slower).
 - generic derived quantities that mean the same in any GPU kernel space, computed when the
   knobs they need exist: ``threads_per_block`` (product of ``block_size_x/y/z``),
   ``work_per_thread`` (product of ``tile_size`` / ``tile_size_x/y/z``), ``elements_per_block``,
@@ -97,6 +100,7 @@ class FeatureExtractor:
         operator: DerivedFeatures | None = None,
         operator_features: Sequence[str] | None = None,
         knob_pairs: bool = False,
+        pow2: bool = False,
     ) -> None:
         self.parameters = tuple(parameters)
         if not self.parameters:
@@ -113,6 +117,7 @@ class FeatureExtractor:
             if p.kind in ("int", "float") and min(float(v) for v in p.values) > 0
         ]
         self._aligned = [i for i in self._logged if _alignment_varies(self.parameters[i])]
+        self.pow2 = pow2
         self.knob_pairs = knob_pairs
         self._pairs = _knob_pairs(self.parameters, self._logged) if knob_pairs else []
         # each pair's two columns of the log2 block (``_logged`` order), fixed per extractor
@@ -190,6 +195,7 @@ class FeatureExtractor:
             "grid_divisors": {d: list(v) for d, v in self.grid_divisors.items()},
             "operator_features": list(self.operator_features),
             "knob_pairs": self.knob_pairs,
+            "pow2": self.pow2,
             "names": list(self.names),
         }
 
@@ -205,6 +211,7 @@ class FeatureExtractor:
             operator=operator,
             operator_features=data.get("operator_features") or (),
             knob_pairs=bool(data.get("knob_pairs", False)),
+            pow2=bool(data.get("pow2", False)),
         )
         if list(extractor.names) != list(data.get("names", extractor.names)):
             raise FeatureError("saved feature names differ from what this version computes")
@@ -235,6 +242,8 @@ class FeatureExtractor:
         names = [f"knob:{n}" for n in self.param_names]
         names += [f"log2:{self.param_names[i]}" for i in self._logged]
         names += [f"align2:{self.param_names[i]}" for i in self._aligned]
+        if self.pow2:
+            names += [f"pow2:{self.param_names[i]}" for i in self._aligned]
         for a, b in self._pairs:
             names += [
                 f"ldiff:{self.param_names[a]}/{self.param_names[b]}",
@@ -301,6 +310,8 @@ class FeatureExtractor:
             cols.append(logs)
         if self._aligned:
             cols.append(_alignment(raw[:, self._aligned]))
+            if self.pow2:
+                cols.append(_is_power_of_two(raw[:, self._aligned]))
         if self._pairs:
             la, lb = logs[:, self._pair_a], logs[:, self._pair_b]
             cols.append(np.stack([la - lb, la + lb], axis=2).reshape(n, -1))  # ldiff, lsum
@@ -471,6 +482,13 @@ def _alignment(x: np.ndarray) -> np.ndarray:
     ints = np.rint(x).astype(np.int64)
     lowest = ints & -ints  # the lowest set bit: the largest power of two dividing the value
     out: np.ndarray = np.minimum(np.log2(np.maximum(lowest, 1).astype(np.float64)), MAX_ALIGNMENT)
+    return out
+
+
+def _is_power_of_two(x: np.ndarray) -> np.ndarray:
+    """1.0 where a (positive integer) entry is a power of two, else 0.0."""
+    ints = np.rint(x).astype(np.int64)
+    out: np.ndarray = ((ints > 0) & (ints & (ints - 1) == 0)).astype(np.float64)
     return out
 
 

@@ -140,6 +140,31 @@ def test_alignment_and_lane_fill_columns() -> None:
     assert row(48, 2, 1)["lane_fill_32"] == 1.0  # 96 threads: three full groups
 
 
+def test_power_of_two_columns_tell_192_from_64() -> None:
+    """``align2`` gives 192 and 64 the same alignment (6); with ``pow2`` each aligned knob also
+    says whether its value is a power of two, from config dicts and the space alike, and the
+    setting survives a save (an old save has none)."""
+    space = SearchSpace(
+        [Parameter.of("block_size_x", [16, 48, 64, 192]), Parameter.of("tile_size_x", [1, 2])]
+    )
+    wl = Workload("k", (4096, 4096))
+    plain = FeatureExtractor(space.parameters, device_features=False)
+    ext = FeatureExtractor(space.parameters, device_features=False, pow2=True)
+    assert not any(n.startswith("pow2:") for n in plain.names)
+    assert [n for n in ext.names if n.startswith("pow2:")] == ["pow2:block_size_x"]
+
+    def row(bx: int) -> dict[str, float]:
+        return _row(ext, space, {"block_size_x": bx, "tile_size_x": 1}, wl, "NVIDIA RTX A4000")
+
+    assert row(192)["align2:block_size_x"] == row(64)["align2:block_size_x"] == 6
+    assert (row(16)["pow2:block_size_x"], row(48)["pow2:block_size_x"]) == (1.0, 0.0)
+    assert (row(64)["pow2:block_size_x"], row(192)["pow2:block_size_x"]) == (1.0, 0.0)
+    assert FeatureExtractor.from_dict(ext.to_dict()).names == ext.names
+    old = plain.to_dict()
+    del old["pow2"]
+    assert FeatureExtractor.from_dict(old).names == plain.names
+
+
 def test_knob_pair_columns_give_ratios_and_products_of_unnamed_knobs() -> None:
     """CLBlast-style knobs get no named derived columns; with ``knob_pairs`` every pair of
     varying positive numeric knobs gets log2 of its ratio and product, from config dicts and

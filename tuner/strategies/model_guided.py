@@ -80,6 +80,9 @@ class ModelGuided(Strategy):
     #: the model also sees pairwise knob ratios and products (``ldiff`` / ``lsum`` columns of
     #: ``ktune.cost_model.features``; measured for ``auto``, which turns them on)
     knob_pairs: ClassVar[bool] = False
+    #: the model also sees, for each integer knob whose values are not all powers of two,
+    #: whether the value is one (``pow2:*``)
+    pow2_columns: ClassVar[bool] = False
     #: how much of the log's prior a job trains on (per group and in all), so that start-up
     #: and refits stay cheap however large the log grows (``ktune.cost_model.prior``)
     prior_limit: ClassVar[PriorLimit | None] = DEFAULT_LIMIT
@@ -108,6 +111,7 @@ class ModelGuided(Strategy):
             space.parameters,
             device_features=len(known) >= MIN_DEVICES_FOR_COLUMNS,
             knob_pairs=self.knob_pairs,
+            pow2=self.pow2_columns,
         )
         # A small ensemble on one thread: the model refits once per plan on at most a few
         # thousand rows, and OpenMP threads only contend with the measurements on small data.
