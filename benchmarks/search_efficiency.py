@@ -515,8 +515,8 @@ def target_checks(
         spaces = [f for f in ours if all(f in per for per in theirs.values())]
         if not spaces:
             continue
-        at = {k: _mean_median(ours, spaces, k) for k in (20, 50, 100)}
-        best = {k: min((_mean_median(per, spaces, k), n) for n, per in theirs.items()) for k in at}
+        at = {k: mean_median(ours, spaces, k) for k in (20, 50, 100)}
+        best = {k: min((mean_median(per, spaces, k), n) for n, per in theirs.items()) for k in at}
         ahead = all(at[k] < best[k][0] for k in at)
         rows.append(
             (
@@ -577,7 +577,9 @@ def target_checks(
     return rows
 
 
-def _mean_median(per: dict[Path, Runs], spaces: list[Path], k: int) -> float:
+def mean_median(per: dict[Path, Runs], spaces: list[Path], k: int) -> float:
+    """The mean over ``spaces`` of the median best/optimum at ``k`` measurements (the figure
+    the targets compare)."""
     return statistics.mean(per[f].median_at(k) for f in spaces)
 
 

@@ -39,7 +39,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.search_efficiency import Runs, _mean_median, space_label, target_checks
+from benchmarks.search_efficiency import Runs, mean_median, space_label, target_checks
 from benchmarks.search_trials import WITHIN
 
 #: the per-space floor: the best Kernel Tuner strategy's fraction minus this
@@ -147,7 +147,7 @@ def chance_rows(
         spaces = sorted((f for f in ours if all(f in per for per in theirs.values())), key=str)
         if not theirs or not spaces:
             continue
-        best = min(theirs, key=lambda n: _mean_median(theirs[n], spaces, 100))
+        best = min(theirs, key=lambda n: mean_median(theirs[n], spaces, 100))
         diff, low, high = at50_interval(
             [ours[f].at(50) for f in spaces], [theirs[best][f].at(100) for f in spaces]
         )
