@@ -477,15 +477,14 @@ def print_table(
         print("|---|---|---|")
         for chance in chance_rows(table):
             print("| " + " | ".join(chance) + " |")
-    print("\nper space, median best/optimum @10 / @50 / @100:\n")
+    print("\nper space, median best/optimum @10 / @20 / @50 / @100:\n")
     print("| strategy | " + " | ".join(space_label(f) for f in spaces) + " |")
     print("|---|" + "---|" * len(spaces))
     for name, per in sorted(table.items()):
         print(
             f"| {name} | "
             + " | ".join(
-                f"{per[f].median_at(10):.3f} / {per[f].median_at(50):.3f} / "
-                f"{per[f].median_at(100):.3f}"
+                " / ".join(f"{per[f].median_at(k):.3f}" for k in (10, 20, 50, 100))
                 if f in per
                 else "-"
                 for f in spaces

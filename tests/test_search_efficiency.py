@@ -168,3 +168,16 @@ def test_a_failed_save_still_prints_the_tables_and_exits_non_zero(
     assert "### mode: none" in out
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and errors[0].startswith("error: could not save the runs to")
+
+
+def test_the_per_space_table_gives_the_median_at_20(capsys: pytest.CaptureFixture[str]) -> None:
+    """The targets are judged at 20, 50 and 100 measurements, so the per-space medians include
+    @20 (a table of @10 alone was once read as @20)."""
+    se = _module()
+    curve = np.concatenate([np.full(10, 9.0), np.full(10, 3.0), np.full(80, 1.0)])
+    curve[19] = 2.5  # the 20th measurement
+    table = {"ktune:auto": {Path("conv/A100.json.gz"): se.Runs([curve], [0.0])}}
+    se.print_table("none", table, {Path("conv/A100.json.gz"): 1.0}, 1, 100)
+    out = capsys.readouterr().out
+    assert "median best/optimum @10 / @20 / @50 / @100" in out
+    assert "| ktune:auto | 9.000 / 2.500 / 1.000 / 1.000 |" in out
