@@ -54,8 +54,8 @@ COMMANDS: dict[str, Entry] = {
     ),
     "import": Entry(
         "ktune.cli.interchange:import_",
-        "Import recorded measurements (a Kernel Tuner cache file, or T4 results with their T1 "
-        "spec and GPU) into the tuning log.",
+        "Import recorded measurements (a Kernel Tuner cache file, KTT output, or T4 results "
+        "with their T1 spec and GPU) into the tuning log.",
     ),
     "export": Entry(
         "ktune.cli.interchange:export",

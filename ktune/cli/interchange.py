@@ -11,6 +11,7 @@ import typer
 from ktune.cli.common import CliError, DbOption, check_output, open_log, out
 from ktune.search_space.formats import FormatError, RecordedSpace, load_cache, load_t1, write_cache
 from ktune.search_space.formats.kernel_tuner import renamed
+from ktune.search_space.formats.ktt import is_ktt_file, load_ktt
 from ktune.search_space.formats.t4 import NotT4Error, is_t4_file, load_t4, write_t4
 from ktune.search_space.parameters import Parameter
 from ktune.tuner.exporting import export_parameters
@@ -29,7 +30,8 @@ def import_(
     file: Annotated[
         str,
         typer.Argument(
-            help="Kernel Tuner cache file (.json or .json.gz), bundled name, or T4 results file."
+            help="Kernel Tuner cache file (.json or .json.gz), bundled name, KTT output file, "
+            "or T4 results file."
         ),
     ],
     spec: Annotated[
@@ -49,8 +51,8 @@ def import_(
     ] = None,
     db: DbOption = None,
 ) -> None:
-    """Import recorded measurements (a Kernel Tuner cache file, or T4 results with their T1
-    spec and GPU) into the tuning log."""
+    """Import recorded measurements (a Kernel Tuner cache file, KTT output, or T4 results with
+    their T1 spec and GPU) into the tuning log."""
     rec = _recording(resolve_recording(file), spec, device)
     with open_log(db) as tlog:
         result = import_recording(tlog, rec)
@@ -64,8 +66,8 @@ def import_(
 
 
 def _recording(path: Path, spec: Path | None, device: str | None) -> RecordedSpace:
-    """A Kernel Tuner cache (named ``device`` when given), or T4 results read with ``--spec``
-    and ``--device``."""
+    """A Kernel Tuner cache or KTT output (named ``device`` when given), or T4 results read with
+    ``--spec`` and ``--device``."""
     if device is not None and not device.strip():
         raise CliError("--device must not be empty")
     if spec is not None:
@@ -86,6 +88,9 @@ def _recording(path: Path, spec: Path | None, device: str | None) -> RecordedSpa
     try:
         rec = load_cache(path)
     except FormatError:
+        if is_ktt_file(path):
+            rec = load_ktt(path)
+            return rec if device is None else renamed(rec, device)
         if is_t4_file(path):
             raise CliError(
                 f"{path}: T4 results name neither their space nor their GPU: "

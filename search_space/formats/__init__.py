@@ -1,6 +1,7 @@
-"""Readers and writers of foreign formats: Kernel Tuner cache files, T1 specs and T4 results.
+"""Readers and writers of foreign formats: Kernel Tuner cache files, T1 specs, T4 results and
+KTT output (read only).
 
-The T1 and T4 readers are imported on first use, so that this package imports without them.
+The T1, T4 and KTT readers are imported on first use, so that this package imports without them.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ __all__ = [
     "T1Spec",
     "TooLarge",
     "load_cache",
+    "load_ktt",
     "load_t1",
     "load_t4",
     "write_cache",
@@ -27,6 +29,7 @@ _LAZY = {
     "load_t1": "ktune.search_space.formats.t1",
     "T1Spec": "ktune.search_space.formats.t1",
     "load_t4": "ktune.search_space.formats.t4",
+    "load_ktt": "ktune.search_space.formats.ktt",
 }
 
 

@@ -31,7 +31,7 @@ from ktune.search_space.formats.kernel_tuner import (
     RecordedSpace,
     RecordLike,
 )
-from ktune.search_space.formats.numbers import finite_float
+from ktune.search_space.formats.numbers import MS_PER_UNIT, finite_float
 from ktune.search_space.formats.reading import (
     MISSING,
     canonical,
@@ -62,22 +62,6 @@ STATUS_BY_INVALIDITY = {
     "timeout": "timeout",
     "correctness": "wrong_result",
     "constraints": "invalid",
-}
-#: ``metadata.timeunit`` -> milliseconds per unit (Kernel Tuner writes "miliseconds")
-_MS_PER_UNIT = {
-    "milliseconds": 1.0,
-    "miliseconds": 1.0,
-    "millisecond": 1.0,
-    "ms": 1.0,
-    "seconds": 1e3,
-    "second": 1e3,
-    "s": 1e3,
-    "microseconds": 1e-3,
-    "microsecond": 1e-3,
-    "us": 1e-3,
-    "nanoseconds": 1e-6,
-    "nanosecond": 1e-6,
-    "ns": 1e-6,
 }
 INVALIDITY_BY_STATUS = {status: invalidity for invalidity, status in STATUS_BY_INVALIDITY.items()}
 _OBJECTIVE = "time"
@@ -127,9 +111,9 @@ def load_t4(
     if not isinstance(metadata, dict):
         raise format_error(path, "metadata must be an object")
     unit = metadata.get("timeunit", "milliseconds")
-    if not isinstance(unit, str) or unit.strip().lower() not in _MS_PER_UNIT:
+    if not isinstance(unit, str) or unit.strip().lower() not in MS_PER_UNIT:
         raise format_error(path, f"metadata.timeunit {excerpt(unit)} is not a unit of time")
-    scale = _MS_PER_UNIT[unit.strip().lower()]
+    scale = MS_PER_UNIT[unit.strip().lower()]
     parameters = spec.space.parameters
     records = _records(path, parameters, results, scale)
     outside = [r for r in records.values() if r.status != "invalid" and r.config not in spec.space]
