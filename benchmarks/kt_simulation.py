@@ -1,11 +1,11 @@
 """Kernel Tuner 1.5 strategies in simulation mode on a recorded cache (benchmark helper).
 
 Kernel Tuner reads plain-JSON caches only, so a ``.json.gz`` recording is unpacked to a
-temporary file first. The space is passed as a membership restriction (the configs the
-recording holds, less ``InvalidConfig`` ones), so Kernel Tuner searches exactly the space
-ktune searches. Every configuration Kernel Tuner evaluates for the first time counts as one
-measurement, failed ones included (each costs a compile), which is how its own simulation
-runner spends ``max_fevals``.
+temporary file first (and a recording in another format, KTT output, written as a cache). The
+space is passed as a membership restriction (the configs the recording holds, less
+``InvalidConfig`` ones), so Kernel Tuner searches exactly the space ktune searches. Every
+configuration Kernel Tuner evaluates for the first time counts as one measurement, failed ones
+included (each costs a compile), which is how its own simulation runner spends ``max_fevals``.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from ktune.search_space.formats import load_recording, write_cache
 
 __all__ = ["KT_STRATEGIES", "KTRun", "run_kernel_tuner"]
 
@@ -48,6 +50,17 @@ def _plain_json(path: Path, workdir: Path) -> tuple[Path, dict[str, Any]]:
         raw = gzip.decompress(raw)
     doc = json.loads(raw)
     target = workdir / (path.name.split(".")[0] + ".json")
+    if "cache" not in doc:  # another format (KTT output): written as a cache first
+        rec = load_recording(path)
+        write_cache(
+            target,
+            device_name=rec.device_name,
+            kernel_name=rec.kernel_name,
+            problem_size=list(rec.problem_size),
+            parameters=rec.parameters,
+            records=rec.records.values(),
+        )
+        return target, json.loads(target.read_text())
     target.write_text(json.dumps(doc))
     return target, doc
 

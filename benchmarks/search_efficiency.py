@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.kt_simulation import KT_STRATEGIES, run_kernel_tuner
 from ktune.db import TuningLog
-from ktune.search_space.formats import load_cache
+from ktune.search_space.formats import load_recording
 from ktune.search_space.formats.kernel_tuner import RecordedSpace
 from ktune.testing.recordings import DATASETS_ENV, datasets
 from ktune.tuner import strategies
@@ -280,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         nargs="+",
         metavar="JSON",
         help="run nothing: print the tables of the runs saved by --json (parts of one run over "
-        "different spaces), as if they were one run",
+        "different spaces or strategies), as if they were one run",
     )
     args = parser.parse_args(argv)
     if args.merge and args.files:
@@ -303,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     if not files:
         parser.error(f"no recorded spaces given and none under ${DATASETS_ENV}")
-    recs = {f: load_cache(f) for f in files}
+    recs = {f: load_recording(f) for f in files}
     ours = [s for s in args.strategies.split(",") if s]
     theirs = [s for s in args.kt.split(",") if s]
     modes = [m for m in args.modes.split(",") if m]
@@ -398,9 +398,12 @@ def save_runs(path: Path, saved: Saved) -> None:
 
 
 def merge_saved(paths: Sequence[Path]) -> Saved:
-    """The runs saved by ``--json`` in ``paths`` as one: their spaces together. Raises
-    ``ValueError`` when the parts disagree on the seeds or the budget, or share a space."""
+    """The runs saved by ``--json`` in ``paths`` as one: their spaces and strategies together
+    (parts may split the spaces, the strategies, or both). Raises ``ValueError`` when the parts
+    disagree on the seeds or the budget, or two of them hold different runs of one strategy on
+    one space (the same runs twice, such as exact random search's, are taken once)."""
     merged = Saved({}, {}, 0, 0)
+    raw: dict[tuple[str, str, Path], Any] = {}  # each strategy's runs on each space, as saved
     for path in paths:
         doc = json.loads(path.read_text())
         seeds, budget = int(doc["seeds"]), int(doc["budget"])
@@ -411,15 +414,16 @@ def merge_saved(paths: Sequence[Path]) -> Saved:
             )
         merged.seeds, merged.budget = seeds, budget
         for space, ms in doc["cost_ms"].items():
-            if Path(space) in merged.cost_ms:
-                raise ValueError(f"{path}: {space} is in another part too")
-            merged.cost_ms[Path(space)] = float(ms)
+            merged.cost_ms.setdefault(Path(space), float(ms))
         for mode, table in doc["results"].items():
             into = merged.results.setdefault(mode, {})
             for name, per in table.items():
-                into.setdefault(name, {}).update(
-                    {Path(f): Runs.from_dict(r) for f, r in per.items()}
-                )
+                for f, r in per.items():
+                    key = (mode, name, Path(f))
+                    if key in raw and raw[key] != r:
+                        raise ValueError(f"{path}: other runs of {name} on {f} are in another part")
+                    raw[key] = r
+                    into.setdefault(name, {})[Path(f)] = Runs.from_dict(r)
     return merged
 
 

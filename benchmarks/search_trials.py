@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.search_efficiency import Runs, best_curve, job_keys, make_template, space_label
-from ktune.search_space.formats import FormatError, load_cache
+from ktune.search_space.formats import FormatError, load_recording
 from ktune.search_space.formats.kernel_tuner import RecordedSpace
 from ktune.tuner.strategies.auto import AutoSearch
 
@@ -184,7 +184,9 @@ def run_trial(
 ) -> Trial:
     """Both arms on every (file, seed); ``files`` may come loaded already (path -> recording),
     so that each is read once, not once per process."""
-    recs = dict(files) if isinstance(files, Mapping) else {f: load_cache(Path(f)) for f in files}
+    recs = (
+        dict(files) if isinstance(files, Mapping) else {f: load_recording(Path(f)) for f in files}
+    )
     tasks = [(f, s, arm) for f in recs for s in seeds for arm in ARMS]
     trial = Trial.empty(list(recs))
     with tempfile.TemporaryDirectory(prefix="ktune-trials-") as parent:
@@ -304,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     recs: dict[str, RecordedSpace] = {}
     for f in args.files:
         try:
-            recs[str(f)] = load_cache(f)
+            recs[str(f)] = load_recording(f)
         except (FormatError, OSError) as exc:
             parser.error(str(exc))
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))

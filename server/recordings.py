@@ -14,7 +14,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from ktune.search_space.formats import FormatError, RecordedSpace, load_cache
+from ktune.search_space.formats import FormatError, RecordedSpace, load_recording
 from ktune.tuner.sources import bundled_recordings
 
 __all__ = ["RecordingCatalog", "RecordingInfo", "UnknownRecording"]
@@ -146,7 +146,7 @@ def _read(path: Path) -> RecordedSpace:
     rather than a server error.
     """
     try:
-        return load_cache(path)
+        return load_recording(path)
     except FormatError:
         raise
     except (ValueError, ArithmeticError, RecursionError, MemoryError) as exc:

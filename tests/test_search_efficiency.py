@@ -48,7 +48,7 @@ def test_a_jobs_cost_counts_more_than_ask_and_tell(tmp_path: Path) -> None:
     is checked on."""
     se = _module()
     path = SCRIPT.parent.parent / "search_space" / "recorded" / "pnpoly_RTX_3090.json.gz"
-    rec = se.load_cache(path)
+    rec = se.load_recording(path)
     template = se.make_template(tmp_path, "empty", [])
     curve, tuner_ms, job_ms = se.run_ktune(path, rec, "auto", 0, 6, template, tmp_path)
     assert len(curve) == 6 and curve[-1] >= 1.0
@@ -101,14 +101,14 @@ def test_the_targets_are_checked_against_kernel_tuner_in_the_same_run() -> None:
 def test_parts_saved_with_json_merge_into_the_tables_of_one_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A run split into parts over different spaces (``--json``) prints, with ``--merge``, the
-    tables one run over all the spaces prints (the time columns aside: they are clocks);
-    parts that share a space or differ in budget are refused with one error line."""
+    """A run split into parts over different spaces or strategies (``--json``) prints, with
+    ``--merge``, the tables one run over all of them prints (the time columns aside: they are
+    clocks); other runs of a strategy on a space already merged, or parts that differ in
+    budget, are refused with one error line."""
     se = _module()
     recorded = SCRIPT.parent.parent / "search_space" / "recorded"
     a, b = recorded / "pnpoly_RTX_3090.json.gz", recorded / "convolution_A4000.json.gz"
-    common = ["--seeds", "2", "--budget", "20", "--modes", "none", "--strategies", "random"]
-    common += ["--kt", ""]
+    common = ["--seeds", "2", "--budget", "20", "--modes", "none", "--kt", ""]
 
     def tables(argv: list[str]) -> list[str]:
         assert se.main(argv) == 0
@@ -120,19 +120,31 @@ def test_parts_saved_with_json_merge_into_the_tables_of_one_run(
             if line.startswith("|")
         ]
 
-    whole = tables([str(a), str(b), *common])
-    tables([str(a), *common, "--json", str(tmp_path / "a.json")])
-    tables([str(b), *common, "--json", str(tmp_path / "b.json")])
-    merged = tables(["--merge", str(tmp_path / "a.json"), str(tmp_path / "b.json")])
-    assert merged == whole and any("pnpoly" in line for line in merged)
+    def part(name: str, *argv: str) -> Path:
+        tables([*argv, *common, "--json", str(tmp_path / name)])
+        return tmp_path / name
 
+    whole = tables([str(a), str(b), *common, "--strategies", "random,annealing"])
+    parts = [
+        part("a.json", str(a), "--strategies", "random,annealing"),
+        part("b_random.json", str(b), "--strategies", "random"),
+        part("b_annealing.json", str(b), "--strategies", "annealing"),
+    ]
+    merged = tables(["--merge", *map(str, parts)])
+    assert merged == whole and any("pnpoly" in line for line in merged)
+    assert any("ktune:annealing" in line for line in merged)
+    # the same part twice is the same runs, taken once
+    assert tables(["--merge", *map(str, parts), str(parts[0])]) == whole
+
+    other = part("b_other.json", str(b), "--strategies", "random", "--first-seed", "7")
     with pytest.raises(SystemExit) as exit_:
-        se.main(["--merge", str(tmp_path / "a.json"), str(tmp_path / "a.json")])
+        se.main(["--merge", str(parts[1]), str(other)])
     assert exit_.value.code == 2
-    assert "is in another part too" in capsys.readouterr().err
-    tables([str(b), *common[:3], "30", *common[4:], "--json", str(tmp_path / "b30.json")])
+    assert "other runs of ktune:random on" in capsys.readouterr().err
+    b30 = tmp_path / "b30.json"
+    tables([str(b), *common[:3], "30", *common[4:], "--strategies", "random", "--json", str(b30)])
     with pytest.raises(SystemExit):
-        se.main(["--merge", str(tmp_path / "a.json"), str(tmp_path / "b30.json")])
+        se.main(["--merge", str(parts[0]), str(b30)])
     assert "budget 30" in capsys.readouterr().err
 
 
@@ -181,3 +193,16 @@ def test_the_per_space_table_gives_the_median_at_20(capsys: pytest.CaptureFixtur
     out = capsys.readouterr().out
     assert "median best/optimum @10 / @20 / @50 / @100" in out
     assert "| ktune:auto | 9.000 / 2.500 / 1.000 / 1.000 |" in out
+
+
+def test_kernel_tuner_runs_on_a_ktt_recording_written_as_a_cache(tmp_path: Path) -> None:
+    from benchmarks.kt_simulation import run_kernel_tuner
+    from ktune.search_space.formats import load_cache, load_recording
+    from ktune.testing.recordings import RECORDED
+    from tests.search_space.test_ktt_format import ktt_document, write
+
+    cache = load_cache(RECORDED / "convolution_A4000.json.gz")
+    path = write(tmp_path / "KTConvolutionOutput_A4000.json.gz", ktt_document(cache))
+    run = run_kernel_tuner(path, "genetic_algorithm", 15, seed=4)
+    rec = load_recording(path)
+    assert len(run.keys) == 15 and all(k in rec.records for k in run.keys)

@@ -9,9 +9,14 @@ from typing import Annotated
 import typer
 
 from ktune.cli.common import CliError, DbOption, check_output, open_log, out
-from ktune.search_space.formats import FormatError, RecordedSpace, load_cache, load_t1, write_cache
+from ktune.search_space.formats import (
+    FormatError,
+    RecordedSpace,
+    load_recording,
+    load_t1,
+    write_cache,
+)
 from ktune.search_space.formats.kernel_tuner import renamed
-from ktune.search_space.formats.ktt import is_ktt_file, load_ktt
 from ktune.search_space.formats.t4 import NotT4Error, is_t4_file, load_t4, write_t4
 from ktune.search_space.parameters import Parameter
 from ktune.tuner.exporting import export_parameters
@@ -86,11 +91,8 @@ def _recording(path: Path, spec: Path | None, device: str | None) -> RecordedSpa
         except NotT4Error:
             raise CliError(not_t4) from None
     try:
-        rec = load_cache(path)
+        rec = load_recording(path)
     except FormatError:
-        if is_ktt_file(path):
-            rec = load_ktt(path)
-            return rec if device is None else renamed(rec, device)
         if is_t4_file(path):
             raise CliError(
                 f"{path}: T4 results name neither their space nor their GPU: "

@@ -11,6 +11,7 @@ from typing import Any
 from ktune.search_space.formats.errors import FormatError
 from ktune.search_space.formats.kernel_tuner import Record, RecordedSpace, load_cache, write_cache
 from ktune.search_space.formats.reading import TooLarge
+from ktune.search_space.formats.recording import load_recording
 
 __all__ = [
     "FormatError",
@@ -20,6 +21,7 @@ __all__ = [
     "TooLarge",
     "load_cache",
     "load_ktt",
+    "load_recording",
     "load_t1",
     "load_t4",
     "write_cache",

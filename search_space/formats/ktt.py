@@ -61,10 +61,10 @@ def looks_like_ktt(data: Any) -> bool:
     return isinstance(data, dict) and isinstance(data.get("Metadata"), dict) and "Results" in data
 
 
-def is_ktt_file(path: str | Path) -> bool:
-    """Whether ``path`` holds KTT output (False for anything unreadable)."""
+def is_ktt_file(path: str | Path, max_bytes: int | None = None) -> bool:
+    """Whether ``path`` holds KTT output (False for anything unreadable, or over ``max_bytes``)."""
     try:
-        raw, _ = read_bytes(Path(path))
+        raw, _ = read_bytes(Path(path), max_bytes)
         return looks_like_ktt(json.loads(raw.decode("utf-8")))
     except (FormatError, UnicodeDecodeError, ValueError, RecursionError):
         return False

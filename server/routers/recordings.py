@@ -1,4 +1,4 @@
-"""``POST /v1/recordings``: a Kernel Tuner cache file, uploaded, into the tuning log.
+"""``POST /v1/recordings``: a Kernel Tuner cache file (or KTT output), uploaded, into the log.
 
 So that clients without access to the database can add what other GPUs measured (the prior
 that transfer learns from) and what lookups answer. The body is the file as stored (JSON or
@@ -18,7 +18,7 @@ import anyio
 from fastapi import APIRouter, Query, Request, Response, status
 
 from ktune.db import TuningLog
-from ktune.search_space.formats import FormatError, TooLarge, load_cache
+from ktune.search_space.formats import FormatError, TooLarge, load_recording
 from ktune.search_space.formats.kernel_tuner import renamed
 from ktune.server.deps import LogDep, SettingsDep, Writer
 from ktune.server.errors import ERRORS, too_large, unreadable_upload
@@ -75,7 +75,7 @@ _BODY = {
         **{k: ERRORS[k] for k in (401, 413, 503)},
     },
     openapi_extra={"requestBody": _BODY},
-    summary="Import a Kernel Tuner cache file (the request body) into the tuning log",
+    summary="Import a Kernel Tuner cache file or KTT output (the request body) into the tuning log",
 )
 async def upload(
     request: Request,
@@ -107,7 +107,7 @@ def _import(
     with _PARSING, tempfile.TemporaryDirectory(prefix="ktune-upload-") as tmp:
         path = Path(tmp) / "recording"
         path.write_bytes(data)
-        rec = load_cache(path, max_bytes=limit)
+        rec = load_recording(path, max_bytes=limit)
         if device is not None:
             rec = renamed(rec, device)
         result = import_recording(tlog, rec, source=f"upload:{filename}")

@@ -12,7 +12,13 @@ from typing import Any
 import pytest
 
 from ktune.cli.app import main
-from ktune.search_space.formats import FormatError, RecordedSpace, load_cache
+from ktune.search_space.formats import (
+    FormatError,
+    RecordedSpace,
+    TooLarge,
+    load_cache,
+    load_recording,
+)
 from ktune.search_space.formats.ktt import is_ktt_file, load_ktt
 from ktune.testing.recordings import RECORDED
 
@@ -233,3 +239,25 @@ def test_ktune_import_takes_ktt_output_and_export_gives_its_cache(
     broken = write(tmp_path / "broken_ktt.json", _edit(doc, "status"))
     code, _, err = ktune("import", str(broken), *db)
     assert code == 2 and err.count("\n") == 1 and "is not KTT's" in err, err
+
+
+def test_a_ktt_file_replays_as_its_cache_does(
+    tmp_path: Path, doc: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path / "KTConvolutionOutput_A4000.json", doc)
+    assert load_recording(path).digest == load_ktt(path).digest
+    with pytest.raises(FormatError, match="missing header field"):
+        load_recording(write(tmp_path / "other.json", {"Results": []}))  # the cache's error
+    with pytest.raises(TooLarge):
+        load_recording(path, max_bytes=1000)
+    out = tmp_path / "run.json"
+    args = ["tune", "--replay", str(path), "--budget", "12", "--seed", "3", "-q", "--out", str(out)]
+    code = main([*args, "--db", f"sqlite:///{tmp_path / 'log.db'}"])
+    assert code == 0, capsys.readouterr().err
+    trials = json.loads(out.read_text())["trials"]
+    rec = load_ktt(path)
+    assert len(trials) == 12
+    for t in trials:  # each replayed measurement is the KTT file's
+        r = rec.lookup(t["config"])
+        assert r is not None and t["status"] == r.status
+        assert t["time_ms"] == (pytest.approx(r.time_ms) if r.time_ms is not None else None)

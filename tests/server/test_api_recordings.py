@@ -1,9 +1,11 @@
 """``POST /v1/recordings``: a client without access to the database adds a Kernel Tuner cache
-to the log; lookups answer from it at once; a bad file is a 422 that names no server path."""
+(or KTT output) to the log; lookups answer from it at once; a bad file is a 422 that names no
+server path."""
 
 from __future__ import annotations
 
 import gzip
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -165,3 +167,25 @@ def test_an_upload_may_name_its_gpu(idle_client: TestClient) -> None:
         assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["query", "device"], (
             device
         )
+
+
+def test_an_uploaded_ktt_output_is_imported_like_a_cache(idle_client: TestClient) -> None:
+    from tests.search_space.test_ktt_format import ktt_document
+
+    rec = load_cache(CONV_FILE)
+    body = gzip.compress(json.dumps(ktt_document(rec)).encode())
+    response = idle_client.post(
+        "/v1/recordings",
+        params={"filename": "KTConvolutionOutput.json.gz"},
+        content=body,
+        headers={"Content-Type": "application/gzip", **AUTH},
+    )
+    assert response.status_code == 201, response.text
+    got = response.json()
+    assert (got["device"], got["ok"]) == (
+        CONV_DEVICE,
+        sum(r.status == "ok" for r in rec.records.values()),
+    )
+    assert rec.optimum is not None
+    best = idle_client.get("/v1/best", params={"workload": got["workload"], "device": CONV_DEVICE})
+    assert best.json()["config"] == dict(rec.optimum.config)

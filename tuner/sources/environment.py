@@ -22,9 +22,9 @@ __all__ = ["Environment"]
 
 
 def _read_recording(path: Path) -> RecordedSpace:
-    from ktune.search_space.formats import load_cache
+    from ktune.search_space.formats import load_recording
 
-    return load_cache(path)
+    return load_recording(path)
 
 
 def _local_gpus() -> list[dict[str, Any]]:

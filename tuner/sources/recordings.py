@@ -18,7 +18,7 @@ __all__ = ["BUNDLED", "RecordingReader", "bundled_recordings", "resolve_recordin
 
 BUNDLED = Path(recorded.__file__).resolve().parent
 
-#: reads the recording at a path (``load_cache``, or a cache in front of it); every problem
+#: reads the recording at a path (``load_recording``, or a cache in front of it); every problem
 #: of the file is a :class:`~ktune.search_space.formats.FormatError`
 RecordingReader = Callable[[Path], RecordedSpace]
 

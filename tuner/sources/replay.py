@@ -65,8 +65,9 @@ class ReplaySource:
         speed: float | None = None,
     ) -> ReplaySource:
         """The replay of ``replay`` (a path, or a bundled recording's name), read with
-        ``load_cache``: what ``open_source(ReplayOptions(...))`` opens, for scripts and tests."""
-        from ktune.search_space.formats import load_cache
+        ``load_recording``: what ``open_source(ReplayOptions(...))`` opens, for scripts and
+        tests."""
+        from ktune.search_space.formats import load_recording
 
         options = ReplayOptions(
             recording=resolve_recording(replay),
@@ -74,7 +75,7 @@ class ReplaySource:
             constraints=tuple(constraints),
             speed=speed,
         )
-        return cls.from_options(options, load_cache)
+        return cls.from_options(options, load_recording)
 
     @property
     def backend_name(self) -> str:
