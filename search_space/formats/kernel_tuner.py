@@ -45,6 +45,7 @@ __all__ = [
     "RecordLike",
     "RecordedSpace",
     "load_cache",
+    "recorded_space",
     "renamed",
     "write_cache",
 ]
@@ -166,23 +167,39 @@ def _load(path: Path, max_bytes: int | None) -> RecordedSpace:
     objective = _objective(path, data.get("objective", "time"))
     parameters = _parameters(path, data["tune_params_keys"], data["tune_params"])
     records = _records(path, parameters, data["cache"])
-    valid = [r.config for r in records.values() if r.status != "invalid"]
-    if not valid:
+    if all(r.status == "invalid" for r in records.values()):
         raise _error(path, "every record is InvalidConfig: the space is empty")
     # Kernel Tuner writes an empty name where the driver reported none (seen on AMD MI250X
     # recordings of the Benchmark Hub): the device is unknown, and named after the recording so
     # that two unknown GPUs never share a device in the log
     device_name = data["device_name"].strip() or unknown_device_name(digest)
-    name = f"{data['kernel_name']}@{device_name}"
+    return recorded_space(
+        path, digest, device_name, data["kernel_name"], problem_size, objective, parameters, records
+    )
+
+
+def recorded_space(
+    path: Path,
+    digest: str,
+    device_name: str,
+    kernel_name: str,
+    problem_size: tuple[int, ...],
+    objective: str,
+    parameters: tuple[Parameter, ...],
+    records: dict[str, Record],
+) -> RecordedSpace:
+    """A recording's :class:`RecordedSpace`: its space is every recorded config but the
+    ``invalid`` ones (a one-line :class:`FormatError` when they cannot make one)."""
+    valid = [r.config for r in records.values() if r.status != "invalid"]
     try:
-        space = SearchSpace.from_configs(parameters, valid, name=name)
+        space = SearchSpace.from_configs(parameters, valid, name=f"{kernel_name}@{device_name}")
     except ValueError as exc:
         raise _error(path, f"cannot build the search space: {exc}") from None
     return RecordedSpace(
         path=path,
         digest=digest,
         device_name=device_name,
-        kernel_name=data["kernel_name"],
+        kernel_name=kernel_name,
         problem_size=problem_size,
         objective=objective,
         parameters=parameters,

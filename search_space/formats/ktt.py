@@ -22,7 +22,6 @@ import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 from ktune.search_space.excerpt import excerpt
@@ -31,12 +30,12 @@ from ktune.search_space.formats.kernel_tuner import (
     MAX_MS,
     Record,
     RecordedSpace,
+    recorded_space,
     unknown_device_name,
 )
 from ktune.search_space.formats.numbers import MS_PER_UNIT, finite_float
 from ktune.search_space.formats.reading import format_error, is_number, read_bytes
 from ktune.search_space.parameters import Parameter, ParameterError, Value
-from ktune.search_space.space import SearchSpace
 from ktune.search_space.workload import Workload, WorkloadError
 
 __all__ = ["STATUS_BY_KTT", "is_ktt_file", "load_ktt", "looks_like_ktt"]
@@ -107,22 +106,7 @@ def load_ktt(
     if not isinstance(device, str):
         raise format_error(path, "Metadata.Device must be a string")
     device = device.strip() or unknown_device_name(digest)
-    valid = [r.config for r in records.values() if r.status != "invalid"]
-    try:
-        space = SearchSpace.from_configs(parameters, valid, name=f"{kernel}@{device}")
-    except ValueError as exc:
-        raise format_error(path, f"cannot build the search space: {exc}") from None
-    return RecordedSpace(
-        path=path,
-        digest=digest,
-        device_name=device,
-        kernel_name=kernel,
-        problem_size=shape,
-        objective="time",
-        parameters=parameters,
-        records=MappingProxyType(records),
-        space=space,
-    )
+    return recorded_space(path, digest, device, kernel, shape, "time", parameters, records)
 
 
 def _parse(path: Path, raw: bytes) -> dict[str, Any]:
