@@ -196,13 +196,12 @@ def test_the_per_space_table_gives_the_median_at_20(capsys: pytest.CaptureFixtur
 
 
 def test_kernel_tuner_runs_on_a_ktt_recording_written_as_a_cache(tmp_path: Path) -> None:
-    from benchmarks.kt_simulation import run_kernel_tuner
     from ktune.search_space.formats import load_cache, load_recording
+    from ktune.testing.ktt import ktt_document, write_json
     from ktune.testing.recordings import RECORDED
-    from tests.search_space.test_ktt_format import ktt_document, write
 
     cache = load_cache(RECORDED / "convolution_A4000.json.gz")
-    path = write(tmp_path / "KTConvolutionOutput_A4000.json.gz", ktt_document(cache))
-    run = run_kernel_tuner(path, "genetic_algorithm", 15, seed=4)
+    path = write_json(tmp_path / "KTConvolutionOutput_A4000.json.gz", ktt_document(cache))
+    run = _module().run_kernel_tuner(path, "genetic_algorithm", 15, seed=4)
     rec = load_recording(path)
     assert len(run.keys) == 15 and all(k in rec.records for k in run.keys)

@@ -6,6 +6,7 @@ without notice. Each submodule has one job and this package imports none of them
 spawned measurement worker that unpickles a planted function imports little:
 
 - :mod:`ktune.testing.recordings`: the bundled recordings' names, and small Kernel Tuner caches;
+- :mod:`ktune.testing.ktt`: KTT output documents made up from a recording;
 - :mod:`ktune.testing.spaces`: synthetic search spaces;
 - :mod:`ktune.testing.records`: tuning-log record factories (job specs, trials);
 - :mod:`ktune.testing.logs`: tuning logs filled with synthetic GPUs (the cost model's prior);

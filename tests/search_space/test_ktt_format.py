@@ -20,13 +20,8 @@ from ktune.search_space.formats import (
     load_recording,
 )
 from ktune.search_space.formats.ktt import is_ktt_file, load_ktt
+from ktune.testing.ktt import ktt_document, write_json
 from ktune.testing.recordings import RECORDED
-
-KTT_STATUS = {
-    "ok": "Ok",
-    "compile_error": "CompilationFailed",
-    "runtime_error": "ComputationFailed",
-}
 
 
 @pytest.fixture(scope="module")
@@ -39,55 +34,6 @@ def doc(cache: RecordedSpace) -> dict[str, Any]:
     return ktt_document(cache)
 
 
-def ktt_document(
-    rec: RecordedSpace, us_per_unit: float = 1.0, unit: str = "Microseconds"
-) -> dict[str, Any]:
-    """The document KTT 2.1 writes for these measurements (its layout, as in the Benchmark Hub's
-    KTT recordings): configs a constraint excludes are not in it; times in ``unit``."""
-    results = []
-    for r in rec.records.values():
-        if r.status == "invalid":
-            continue
-        ok = r.status == "ok" and r.time_ms is not None
-        duration = r.time_ms * 1000 / us_per_unit if ok and r.time_ms is not None else 0.0
-        overhead = r.compile_ms * 1000 / us_per_unit
-        computations = [
-            {
-                "CompilationData": {"RegistersCount": 32, "MaxWorkGroupSize": 1024},
-                "Duration": duration,
-                "GlobalSize": {"X": 4096, "Y": 4096, "Z": 1},
-                "KernelFunction": rec.kernel_name,
-                "LocalSize": {"X": 32, "Y": 1, "Z": 1},
-                "Overhead": overhead,
-            }
-        ]
-        results.append(
-            {
-                "ComputationResults": computations if ok else [],
-                "Configuration": [
-                    {"Name": k, "Value": v, "ValueType": "UnsignedInt"} for k, v in r.config.items()
-                ],
-                "DataMovementOverhead": 7.0,
-                "ExtraDuration": 0.0,
-                "KernelName": rec.kernel_name,
-                "SearcherOverhead": 3.0,
-                "Status": KTT_STATUS[r.status],
-                "TotalDuration": duration,
-                "TotalOverhead": overhead + 10.0,
-                "ValidationOverhead": 0.0,
-            }
-        )
-    return {
-        "Metadata": {
-            "ComputeApi": "CUDA",
-            "Device": rec.device_name,
-            "KttVersion": "2.1.0",
-            "TimeUnit": unit,
-        },
-        "Results": results,
-    }
-
-
 def _outcomes(records: Any) -> dict[str, tuple[str, float | None]]:
     """Status and time (to a nanosecond: units are converted) of each record."""
     return {
@@ -96,16 +42,10 @@ def _outcomes(records: Any) -> dict[str, tuple[str, float | None]]:
     }
 
 
-def write(path: Path, doc: Any) -> Path:
-    data = json.dumps(doc).encode()
-    path.write_bytes(gzip.compress(data) if path.name.endswith(".gz") else data)
-    return path
-
-
 def test_ktt_output_reads_as_the_cache_of_the_same_measurements(
     tmp_path: Path, cache: RecordedSpace, doc: dict[str, Any]
 ) -> None:
-    rec = load_ktt(write(tmp_path / "KTConvolutionOutput_A4000.json.gz", doc))
+    rec = load_ktt(write_json(tmp_path / "KTConvolutionOutput_A4000.json.gz", doc))
     kept = {k: r for k, r in cache.records.items() if r.status != "invalid"}
     assert _outcomes(rec.records) == _outcomes(kept)
     assert (rec.device_name, rec.kernel_name, rec.objective) == (
@@ -130,7 +70,7 @@ def test_ktt_output_reads_as_the_cache_of_the_same_measurements(
 
 
 def test_problem_size_from_constants_or_given(tmp_path: Path, doc: dict[str, Any]) -> None:
-    path = write(tmp_path / "ktt.json", doc)
+    path = write_json(tmp_path / "ktt.json", doc)
     constants = [
         r["Value"]
         for r in doc["Results"][0]["Configuration"]
@@ -156,7 +96,7 @@ def test_problem_size_from_constants_or_given(tmp_path: Path, doc: dict[str, Any
 def test_times_are_read_in_the_files_unit(
     tmp_path: Path, cache: RecordedSpace, unit: str, per: float
 ) -> None:
-    rec = load_ktt(write(tmp_path / "ktt.json", ktt_document(cache, per, unit)))
+    rec = load_ktt(write_json(tmp_path / "ktt.json", ktt_document(cache, per, unit)))
     assert cache.optimum is not None and rec.optimum is not None
     assert rec.optimum.time_ms == pytest.approx(cache.optimum.time_ms)
 
@@ -205,7 +145,7 @@ def _edit(doc: dict[str, Any], change: str) -> Any:
 def test_bad_ktt_files_are_one_line_errors(
     tmp_path: Path, doc: dict[str, Any], change: str, message: str
 ) -> None:
-    path = write(tmp_path / "bad_ktt.json.gz", _edit(doc, change))
+    path = write_json(tmp_path / "bad_ktt.json.gz", _edit(doc, change))
     with pytest.raises(FormatError) as info:
         load_ktt(path)
     text = str(info.value)
@@ -215,7 +155,7 @@ def test_bad_ktt_files_are_one_line_errors(
 def test_ktune_import_takes_ktt_output_and_export_gives_its_cache(
     tmp_path: Path, doc: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = str(write(tmp_path / "KTConvolutionOutput_A4000.json.gz", doc))
+    path = str(write_json(tmp_path / "KTConvolutionOutput_A4000.json.gz", doc))
     db = ["--db", f"sqlite:///{tmp_path / 'log.db'}"]
 
     def ktune(*args: str) -> tuple[int, str, str]:
@@ -236,7 +176,7 @@ def test_ktune_import_takes_ktt_output_and_export_gives_its_cache(
     assert code == 0, err
     again = load_cache(exported)
     assert _outcomes(again.records) == _outcomes(rec.records)
-    broken = write(tmp_path / "broken_ktt.json", _edit(doc, "status"))
+    broken = write_json(tmp_path / "broken_ktt.json", _edit(doc, "status"))
     code, _, err = ktune("import", str(broken), *db)
     assert code == 2 and err.count("\n") == 1 and "is not KTT's" in err, err
 
@@ -244,10 +184,10 @@ def test_ktune_import_takes_ktt_output_and_export_gives_its_cache(
 def test_a_ktt_file_replays_as_its_cache_does(
     tmp_path: Path, doc: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = write(tmp_path / "KTConvolutionOutput_A4000.json", doc)
+    path = write_json(tmp_path / "KTConvolutionOutput_A4000.json", doc)
     assert load_recording(path).digest == load_ktt(path).digest
     with pytest.raises(FormatError, match="missing header field"):
-        load_recording(write(tmp_path / "other.json", {"Results": []}))  # the cache's error
+        load_recording(write_json(tmp_path / "other.json", {"Results": []}))  # the cache's error
     with pytest.raises(TooLarge):
         load_recording(path, max_bytes=1000)
     out = tmp_path / "run.json"

@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 
 from ktune.db import TuningLog
 from ktune.search_space.formats import load_cache
+from ktune.testing.ktt import ktt_document
 from ktune.testing.recordings import CONV_DEVICE
 from ktune.tuner.sources import bundled_recordings
 from tests.server.client import AUTH, make_client
@@ -170,8 +171,6 @@ def test_an_upload_may_name_its_gpu(idle_client: TestClient) -> None:
 
 
 def test_an_uploaded_ktt_output_is_imported_like_a_cache(idle_client: TestClient) -> None:
-    from tests.search_space.test_ktt_format import ktt_document
-
     rec = load_cache(CONV_FILE)
     body = gzip.compress(json.dumps(ktt_document(rec)).encode())
     response = idle_client.post(

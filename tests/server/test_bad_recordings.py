@@ -118,7 +118,7 @@ def test_an_unexpected_reader_error_is_still_a_broken_file(
     job_id = _job(dir_client, "good").json()["id"]
     recordings_warmed()  # else the start-up read could fill the new cache before the bug
     monkeypatch.setattr(server_recordings, "_cache", {})  # read every file again, with the bug
-    monkeypatch.setattr(server_recordings, "load_cache", reader_bug)
+    monkeypatch.setattr(server_recordings, "load_recording", reader_bug)
     response = dir_client.get("/v1/spaces")
     assert response.status_code == 200 and response.json()["recordings"] == []
     listed = dir_client.get("/v1/jobs")
