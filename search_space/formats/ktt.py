@@ -87,8 +87,8 @@ def load_ktt(
     scale = MS_PER_UNIT[unit.strip().lower()]
     if not isinstance(results, list) or not results:
         raise format_error(path, "Results must be a non-empty list")
-    kernel = _kernel_name(path, results)
     rows = [_row(path, i, r) for i, r in enumerate(results)]
+    kernel = _kernel_name(path, results)
     parameters = _parameters(path, [values for values, _ in rows])
     records: dict[str, Record] = {}
     for i, (values, result) in enumerate(rows):
@@ -124,8 +124,8 @@ def _parse(path: Path, raw: bytes) -> dict[str, Any]:
     return out
 
 
-def _kernel_name(path: Path, results: list[Any]) -> str:
-    names = {r.get("KernelName") if isinstance(r, dict) else None for r in results}
+def _kernel_name(path: Path, results: list[dict[str, Any]]) -> str:
+    names = {r.get("KernelName") for r in results}
     if len(names) != 1 or not isinstance(kernel := names.pop(), str) or not kernel.strip():
         raise format_error(path, "every result must name the same kernel (KernelName)")
     return kernel.strip()
