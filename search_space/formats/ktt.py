@@ -38,7 +38,7 @@ from ktune.search_space.formats.reading import format_error, is_number, read_byt
 from ktune.search_space.parameters import Parameter, ParameterError, Value
 from ktune.search_space.workload import Workload, WorkloadError
 
-__all__ = ["STATUS_BY_KTT", "is_ktt_file", "load_ktt", "looks_like_ktt"]
+__all__ = ["STATUS_BY_KTT", "NotKttError", "is_ktt_file", "load_ktt", "looks_like_ktt"]
 
 #: KTT's ``ResultStatus`` -> ktune's trial status. A launch over the device's limits (local size
 #: too large) is a failure at run time, as Kernel Tuner counts it.
@@ -109,17 +109,24 @@ def load_ktt(
     return recorded_space(path, digest, device, kernel, shape, "time", parameters, records)
 
 
+class NotKttError(FormatError):
+    """The file is not KTT output at all (not JSON, or JSON of another shape, such as a Kernel
+    Tuner cache), as opposed to KTT output with a bad result."""
+
+
 def _parse(path: Path, raw: bytes) -> dict[str, Any]:
     try:
         data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
-        raise format_error(path, "not UTF-8 text, so not KTT output") from None
+        raise format_error(path, "not UTF-8 text, so not KTT output", NotKttError) from None
     except RecursionError:
-        raise format_error(path, "not KTT output: the JSON is nested too deeply") from None
+        raise format_error(
+            path, "not KTT output: the JSON is nested too deeply", NotKttError
+        ) from None
     except ValueError as exc:  # JSONDecodeError, or an int with too many digits
-        raise format_error(path, f"not JSON ({exc})") from None
+        raise format_error(path, f"not JSON ({exc})", NotKttError) from None
     if not looks_like_ktt(data):
-        raise format_error(path, "not KTT output: no Metadata object and Results list")
+        raise format_error(path, "not KTT output: no Metadata object and Results list", NotKttError)
     out: dict[str, Any] = data
     return out
 

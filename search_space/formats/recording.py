@@ -24,9 +24,10 @@ def load_recording(path: str | Path, max_bytes: int | None = None) -> RecordedSp
         return load_cache(path, max_bytes)
     except TooLarge:
         raise  # too large for either reader: not read again
-    except FormatError:
+    except FormatError as not_a_cache:
         from ktune.search_space.formats import ktt
 
-        if not ktt.is_ktt_file(path, max_bytes):
-            raise
-        return ktt.load_ktt(path, max_bytes=max_bytes)
+        try:
+            return ktt.load_ktt(path, max_bytes=max_bytes)
+        except ktt.NotKttError:
+            raise not_a_cache from None
