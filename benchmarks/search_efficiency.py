@@ -400,10 +400,12 @@ def save_runs(path: Path, saved: Saved) -> None:
 def merge_saved(paths: Sequence[Path]) -> Saved:
     """The runs saved by ``--json`` in ``paths`` as one: their spaces and strategies together
     (parts may split the spaces, the strategies, or both). Raises ``ValueError`` when the parts
-    disagree on the seeds or the budget, or two of them hold different runs of one strategy on
-    one space (the same runs twice, such as exact random search's, are taken once)."""
+    disagree on the seeds (their count, or the seeds themselves: parts of different draws do not
+    merge) or the budget, or two of them hold different runs of one strategy on one space (the
+    same runs twice, such as exact random search's, are taken once)."""
     merged = Saved({}, {}, 0, 0)
     raw: dict[tuple[str, str, Path], Any] = {}  # each strategy's runs on each space, as saved
+    drawn: tuple[int, ...] = ()  # the seeds of the first seeded runs met
     for path in paths:
         doc = json.loads(path.read_text())
         seeds, budget = int(doc["seeds"]), int(doc["budget"])
@@ -423,8 +425,22 @@ def merge_saved(paths: Sequence[Path]) -> Saved:
                     if key in raw and raw[key] != r:
                         raise ValueError(f"{path}: other runs of {name} on {f} are in another part")
                     raw[key] = r
-                    into.setdefault(name, {})[Path(f)] = Runs.from_dict(r)
+                    runs = Runs.from_dict(r)
+                    if runs.seeds and drawn and tuple(runs.seeds) != drawn:
+                        raise ValueError(
+                            f"{path}: {name} on {f} ran seeds {_span(runs.seeds)}; other runs"
+                            f" in the parts ran seeds {_span(drawn)}"
+                        )
+                    drawn = drawn or tuple(runs.seeds)
+                    into.setdefault(name, {})[Path(f)] = runs
     return merged
+
+
+def _span(seeds: Sequence[int]) -> str:
+    """Seeds for a message: ``68000-68029`` where they run on by one, else the list."""
+    if list(seeds) == list(range(seeds[0], seeds[0] + len(seeds))):
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ", ".join(map(str, seeds))
 
 
 def print_table(

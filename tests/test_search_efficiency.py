@@ -104,7 +104,7 @@ def test_parts_saved_with_json_merge_into_the_tables_of_one_run(
     """A run split into parts over different spaces or strategies (``--json``) prints, with
     ``--merge``, the tables one run over all of them prints (the time columns aside: they are
     clocks); other runs of a strategy on a space already merged, or parts that differ in
-    budget, are refused with one error line."""
+    budget or in their draw of seeds, are refused with one error line."""
     se = _module()
     recorded = SCRIPT.parent.parent / "search_space" / "recorded"
     a, b = recorded / "pnpoly_RTX_3090.json.gz", recorded / "convolution_A4000.json.gz"
@@ -141,6 +141,11 @@ def test_parts_saved_with_json_merge_into_the_tables_of_one_run(
         se.main(["--merge", str(parts[1]), str(other)])
     assert exit_.value.code == 2
     assert "other runs of ktune:random on" in capsys.readouterr().err
+    # a part of another draw of seeds, even over other spaces, is not merged silently
+    with pytest.raises(SystemExit) as exit_:
+        se.main(["--merge", str(parts[0]), str(other)])
+    assert exit_.value.code == 2
+    assert "ran seeds 7-8; other runs in the parts ran seeds 0-1" in capsys.readouterr().err
     b30 = tmp_path / "b30.json"
     tables([str(b), *common[:3], "30", *common[4:], "--strategies", "random", "--json", str(b30)])
     with pytest.raises(SystemExit):
