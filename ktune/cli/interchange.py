@@ -17,8 +17,10 @@ from ktune.search_space.formats import (
     write_cache,
 )
 from ktune.search_space.formats.kernel_tuner import renamed
+from ktune.search_space.formats.ktt import NotKttError, load_ktt
 from ktune.search_space.formats.t4 import NotT4Error, is_t4_file, load_t4, write_t4
 from ktune.search_space.parameters import Parameter
+from ktune.search_space.workload import WorkloadError, parse_shape
 from ktune.tuner.exporting import export_parameters
 from ktune.tuner.importing import import_recording
 from ktune.tuner.sources import resolve_recording
@@ -54,11 +56,21 @@ def import_(
             "results file; for a cache, it replaces the name the cache gives (e.g. none).",
         ),
     ] = None,
+    shape: Annotated[
+        str | None,
+        typer.Option(
+            "--shape",
+            metavar="SIZES",
+            help="Problem size of a KTT output file, e.g. 4096x4096 (KTT records none; "
+            "by default its one-valued integer parameters stand in for it).",
+        ),
+    ] = None,
     db: DbOption = None,
 ) -> None:
     """Import recorded measurements (a Kernel Tuner cache file, KTT output, or T4 results with
     their T1 spec and GPU) into the tuning log."""
-    rec = _recording(resolve_recording(file), spec, device)
+    path = resolve_recording(file)
+    rec = _recording(path, spec, device) if shape is None else _ktt(path, shape, spec, device)
     with open_log(db) as tlog:
         result = import_recording(tlog, rec)
     if result.already:
@@ -99,6 +111,29 @@ def _recording(path: Path, spec: Path | None, device: str | None) -> RecordedSpa
                 "give --spec T1.json and --device NAME"
             ) from None
         raise
+    return rec if device is None else renamed(rec, device)
+
+
+def _ktt(path: Path, shape: str, spec: Path | None, device: str | None) -> RecordedSpace:
+    """The KTT output at ``path`` with the problem size ``shape`` (named ``device`` when
+    given); anything else is a one-line error, as ``--shape`` is for KTT output alone."""
+    if spec is not None:
+        raise CliError("--shape is for KTT output files; --spec is for T4 results files")
+    if device is not None and not device.strip():
+        raise CliError("--device must not be empty")
+    try:
+        sizes = parse_shape(shape)
+    except WorkloadError as exc:
+        raise CliError(f"--shape: {exc}") from None
+    if min(sizes) < 1:
+        raise CliError(f"--shape: sizes must be positive, got {shape.strip()}")
+    try:
+        rec = load_ktt(path, problem_size=sizes)
+    except NotKttError:
+        raise CliError(
+            f"--shape is for KTT output files; {path.name} is not one "
+            "(a Kernel Tuner cache names its own problem size)"
+        ) from None
     return rec if device is None else renamed(rec, device)
 
 

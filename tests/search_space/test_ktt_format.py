@@ -181,6 +181,29 @@ def test_ktune_import_takes_ktt_output_and_export_gives_its_cache(
     assert code == 2 and err.count("\n") == 1 and "is not KTT's" in err, err
 
 
+def test_ktune_import_names_a_ktt_files_problem_size_with_shape(
+    tmp_path: Path, doc: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """KTT records no problem size: ``--shape`` gives the one the measurements were taken at;
+    it is refused, in one line, for a file that is not KTT output and for a bad shape."""
+    path = str(write_json(tmp_path / "KTConvolutionOutput_A4000.json.gz", doc))
+    db = ["--db", f"sqlite:///{tmp_path / 'log.db'}"]
+    kernel = doc["Results"][0]["KernelName"]
+    code = main(["import", path, "--shape", "4096x4096", *db])
+    out = capsys.readouterr().out
+    assert code == 0 and f"of {kernel}/4096x4096" in out, out
+    cache = str(RECORDED / "convolution_A4000.json.gz")
+    for args, message in (
+        ([cache, "--shape", "4096x4096"], "--shape is for KTT output files; convolution_A4000"),
+        ([path, "--shape", "4096xfour"], "--shape: shape '4096xfour' is not like 4096x4096"),
+        ([path, "--shape", "0x4096"], "--shape: sizes must be positive"),
+        ([path, "--shape", "64", "--spec", path], "--spec is for T4 results files"),
+    ):
+        code = main(["import", *args, *db])
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1 and message in err, err
+
+
 def test_a_ktt_file_replays_as_its_cache_does(
     tmp_path: Path, doc: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
