@@ -74,7 +74,10 @@ def import_(
     with open_log(db) as tlog:
         result = import_recording(tlog, rec)
     if result.already:
-        out.print(f"{rec.path.name} is already in the log as job {result.job.id}; nothing imported")
+        out.print(
+            f"{rec.path.name} is already in the log as job {result.job.id}"
+            f" ({result.job.workload_key} on {result.job.device_name}); nothing imported"
+        )
         return
     out.print(
         f"imported {result.n_records} records ({result.n_ok} ok) of {result.job.workload_key} "

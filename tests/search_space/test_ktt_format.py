@@ -192,6 +192,10 @@ def test_ktune_import_names_a_ktt_files_problem_size_with_shape(
     code = main(["import", path, "--shape", "4096x4096", *db])
     out = capsys.readouterr().out
     assert code == 0 and f"of {kernel}/4096x4096" in out, out
+    # the same file again, at another size, is the job already in the log, which says its shape
+    code = main(["import", path, "--shape", "512x512", *db])
+    out = capsys.readouterr().out
+    assert code == 0 and "already in the log as job 1" in out and "/4096x4096" in out, out
     cache = str(RECORDED / "convolution_A4000.json.gz")
     for args, message in (
         ([cache, "--shape", "4096x4096"], "--shape is for KTT output files; convolution_A4000"),
