@@ -69,8 +69,7 @@ def import_(
 ) -> None:
     """Import recorded measurements (a Kernel Tuner cache file, KTT output, or T4 results with
     their T1 spec and GPU) into the tuning log."""
-    path = resolve_recording(file)
-    rec = _recording(path, spec, device) if shape is None else _ktt(path, shape, spec, device)
+    rec = _recording(resolve_recording(file), spec, device, shape)
     with open_log(db) as tlog:
         result = import_recording(tlog, rec)
     if result.already:
@@ -85,12 +84,18 @@ def import_(
     )
 
 
-def _recording(path: Path, spec: Path | None, device: str | None) -> RecordedSpace:
-    """A Kernel Tuner cache or KTT output (named ``device`` when given), or T4 results read with
-    ``--spec`` and ``--device``."""
+def _recording(
+    path: Path, spec: Path | None, device: str | None, shape: str | None
+) -> RecordedSpace:
+    """A Kernel Tuner cache or KTT output (KTT output at the problem size ``shape`` when given),
+    named ``device`` when given; or T4 results read with ``--spec`` and ``--device``."""
     if device is not None and not device.strip():
         raise CliError("--device must not be empty")
-    if spec is not None:
+    if shape is not None:
+        if spec is not None:
+            raise CliError("--shape is for KTT output files; --spec is for T4 results files")
+        rec = _sized_ktt(path, shape)
+    elif spec is not None:
         not_t4 = (
             f"--spec is for T4 results files; {path.name} is not one "
             "(a Kernel Tuner cache names its own space)"
@@ -105,25 +110,22 @@ def _recording(path: Path, spec: Path | None, device: str | None) -> RecordedSpa
             return load_t4(path, load_t1(spec), device)
         except NotT4Error:
             raise CliError(not_t4) from None
-    try:
-        rec = load_recording(path)
-    except FormatError:
-        if is_t4_file(path):
-            raise CliError(
-                f"{path}: T4 results name neither their space nor their GPU: "
-                "give --spec T1.json and --device NAME"
-            ) from None
-        raise
+    else:
+        try:
+            rec = load_recording(path)
+        except FormatError:
+            if is_t4_file(path):
+                raise CliError(
+                    f"{path}: T4 results name neither their space nor their GPU: "
+                    "give --spec T1.json and --device NAME"
+                ) from None
+            raise
     return rec if device is None else renamed(rec, device)
 
 
-def _ktt(path: Path, shape: str, spec: Path | None, device: str | None) -> RecordedSpace:
-    """The KTT output at ``path`` with the problem size ``shape`` (named ``device`` when
-    given); anything else is a one-line error, as ``--shape`` is for KTT output alone."""
-    if spec is not None:
-        raise CliError("--shape is for KTT output files; --spec is for T4 results files")
-    if device is not None and not device.strip():
-        raise CliError("--device must not be empty")
+def _sized_ktt(path: Path, shape: str) -> RecordedSpace:
+    """The KTT output at ``path`` with the problem size ``shape``; a bad shape or a file that is
+    not KTT output is a one-line error, as ``--shape`` is for KTT output alone."""
     try:
         sizes = parse_shape(shape)
     except WorkloadError as exc:
@@ -131,13 +133,12 @@ def _ktt(path: Path, shape: str, spec: Path | None, device: str | None) -> Recor
     if min(sizes) < 1:
         raise CliError(f"--shape: sizes must be positive, got {shape.strip()}")
     try:
-        rec = load_ktt(path, problem_size=sizes)
+        return load_ktt(path, problem_size=sizes)
     except NotKttError:
         raise CliError(
             f"--shape is for KTT output files; {path.name} is not one "
             "(a Kernel Tuner cache names its own problem size)"
         ) from None
-    return rec if device is None else renamed(rec, device)
 
 
 def export(
