@@ -43,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.kt_simulation import KT_STRATEGIES, run_kernel_tuner
+from ktune.cost_model.devices import resolve
 from ktune.db import TuningLog
 from ktune.search_space.formats import load_recording
 from ktune.search_space.formats.kernel_tuner import RecordedSpace
@@ -52,6 +53,7 @@ from ktune.tuner.budget import Budget
 from ktune.tuner.importing import import_recording
 from ktune.tuner.jobs import JobRequest, create_job, run_job
 from ktune.tuner.sources import ReplaySource
+from ktune.tuner.strategies.base import Observation, SearchContext
 
 CHECKPOINTS = (20, 50, 100, 200)
 
@@ -239,6 +241,40 @@ def job_keys(
     db.unlink()
     n = max(1, outcome.state.n_trials)
     return keys, 1000.0 * outcome.state.tuner_s / n, 1000.0 * job_s / n
+
+
+def direct_keys(rec: RecordedSpace, name: str, seed: int, budget: int) -> list[str]:
+    """The keys :func:`job_keys` measures, found without the job path: the strategy asked for
+    one config at a time and told the recording's answer, with the context and costs a job on
+    an empty log gives it (no tuning log, no trial records, so screening a change costs a
+    fraction of the time). ``tests/test_search_trials.py`` checks that the two agree."""
+    space = rec.space
+    strategy = strategies.create(
+        name,
+        space,
+        seed=seed,
+        context=SearchContext(
+            rec.workload(), rec.device_name, resolve(rec.device_name, None), (), budget
+        ),
+    )
+    keys: list[str] = []
+    clock_s = 0.0
+    while len(keys) < budget:
+        found = strategy.ask(1)
+        if not found:
+            break
+        index = found[0]
+        config = space.config(index)
+        record = rec.lookup(config)
+        status = "invalid" if record is None else record.status
+        ok = record is not None and status == "ok"
+        before = clock_s  # the cost as the job loop tells it: a difference of its clock
+        if record is not None:
+            clock_s += (record.compile_ms + record.bench_ms) / 1000.0
+        time_ms = record.time_ms if ok and record is not None else None
+        strategy.tell([Observation(index, status, time_ms, clock_s - before)])
+        keys.append(space.key(config))
+    return keys
 
 
 def space_label(path: Path) -> str:

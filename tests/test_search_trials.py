@@ -86,6 +86,24 @@ def test_a_trial_runs_both_arms_through_the_job_path(capsys: pytest.CaptureFixtu
     assert "| slow |" in out
 
 
+def test_the_direct_path_proposes_what_the_job_path_measures(tmp_path: Path) -> None:
+    """``--direct`` screens a change without the job path: on a recording with cheap
+    measurements (refits spaced out by their cost) and one with failed configs, the strategy
+    alone proposes what the job measures, config for config, with a setting applied too."""
+    st = _module()
+    se = load_script(SCRIPT.with_name("search_efficiency.py"))
+    template = se.make_template(tmp_path, "empty", [])
+    for path in (PNPOLY, PNPOLY.with_name("convolution_A4000.json.gz")):
+        rec = se.load_recording(path)
+        for seed, settings in ((0, {}), (1, {"recombination_parents": 0})):
+            with st.applied(settings):
+                jobs, _, _ = se.job_keys(path, "auto", seed, 60, template, tmp_path)
+                direct = se.direct_keys(rec, "auto", seed, 60)
+            assert len(jobs) == 60 and direct == jobs
+    trial = st.run_trial([str(PNPOLY)], [0, 1], {"escape": False}, 30, processes=1, direct=True)
+    assert trial.curves["as is"][str(PNPOLY)] != trial.curves["changed"][str(PNPOLY)]
+
+
 def test_slow_measurements_are_counted_against_the_best_before_them() -> None:
     """After the first two, a measurement is slow when it ran and took more than 5 times the
     best measured before it; a failed run is not slow, and the best moves as the run finds."""
