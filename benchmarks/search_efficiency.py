@@ -266,12 +266,12 @@ def direct_keys(rec: RecordedSpace, name: str, seed: int, budget: int) -> list[s
         index = found[0]
         config = space.config(index)
         record = rec.lookup(config)
-        status = "invalid" if record is None else record.status
-        ok = record is not None and status == "ok"
         before = clock_s  # the cost as the job loop tells it: a difference of its clock
-        if record is not None:
+        if record is None:  # as the replay backend answers a config it does not hold
+            status, time_ms = "invalid", None
+        else:
+            status, time_ms = record.status, record.time_ms if record.status == "ok" else None
             clock_s += (record.compile_ms + record.bench_ms) / 1000.0
-        time_ms = record.time_ms if ok and record is not None else None
         strategy.tell([Observation(index, status, time_ms, clock_s - before)])
         keys.append(space.key(config))
     return keys
