@@ -52,8 +52,10 @@ from ktune.tuner import strategies
 from ktune.tuner.budget import Budget
 from ktune.tuner.importing import import_recording
 from ktune.tuner.jobs import JobRequest, create_job, run_job
+from ktune.tuner.loop import Tuner
+from ktune.tuner.measure.replay import ReplayBackend
 from ktune.tuner.sources import ReplaySource
-from ktune.tuner.strategies.base import Observation, SearchContext
+from ktune.tuner.strategies.base import SearchContext
 
 CHECKPOINTS = (20, 50, 100, 200)
 
@@ -244,36 +246,22 @@ def job_keys(
 
 
 def direct_keys(rec: RecordedSpace, name: str, seed: int, budget: int) -> list[str]:
-    """The keys :func:`job_keys` measures, found without the job path: the strategy asked for
-    one config at a time and told the recording's answer, with the context and costs a job on
-    an empty log gives it (no tuning log, no trial records, so screening a change costs a
-    fraction of the time). ``tests/test_search_trials.py`` checks that the two agree."""
-    space = rec.space
-    strategy = strategies.create(
-        name,
-        space,
-        seed=seed,
-        context=SearchContext(
-            rec.workload(), rec.device_name, resolve(rec.device_name, None), (), budget
-        ),
+    """The keys :func:`job_keys` measures, without the tuning log: the job's loop
+    (``ktune.tuner.loop.Tuner``) on the replay backend, with no sink to record its batches and
+    the context a job on an empty log gives the strategy, so screening a change skips the
+    database. ``tests/test_search_trials.py`` checks that the two agree."""
+    context = SearchContext(
+        rec.workload(), rec.device_name, resolve(rec.device_name, None), (), budget
     )
+    strategy = strategies.create(name, rec.space, seed=seed, context=context)
     keys: list[str] = []
-    clock_s = 0.0
-    while len(keys) < budget:
-        found = strategy.ask(1)
-        if not found:
-            break
-        index = found[0]
-        config = space.config(index)
-        record = rec.lookup(config)
-        before = clock_s  # the cost as the job loop tells it: a difference of its clock
-        if record is None:  # as the replay backend answers a config it does not hold
-            status, time_ms = "invalid", None
-        else:
-            status, time_ms = record.status, record.time_ms if record.status == "ok" else None
-            clock_s += (record.compile_ms + record.bench_ms) / 1000.0
-        strategy.tell([Observation(index, status, time_ms, clock_s - before)])
-        keys.append(space.key(config))
+    Tuner(
+        rec.space,
+        strategy,
+        ReplayBackend(rec),
+        budget=Budget(max_trials=budget),
+        on_batch=[lambda batch: keys.extend(rec.space.key(m.config) for m in batch.measurements)],
+    ).run()
     return keys
 
 

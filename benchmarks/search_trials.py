@@ -17,11 +17,11 @@ developing the change. Each arm's ``slow`` column says where its measurements we
 of those after the 20th that ran more than 5 times slower than the best the run had measured
 before them (mean over seeds). Figures come from replayed recordings, not from measurements.
 
-``--direct`` skips the job path: the strategy is asked for one config at a time and told the
-recording's answer with the context and costs a job on an empty log gives it
-(``search_efficiency.direct_keys``), so it proposes the same configs (a test checks it) with no
-tuning log to write: 12.2 s against 20.9 s for 16 runs of gemm RTX 3090 and convolution/A100
-(docs/benchmarks.md). Its figures are the job path's; the job's own time is not measured.
+``--direct`` skips the tuning log: the job's loop runs on the replay backend with nothing to
+record its batches, and the strategy gets the context a job on an empty log gives it
+(``search_efficiency.direct_keys``), so it proposes the same configs (a test checks it): 13.4 s
+against 21.3 s for 16 runs of gemm RTX 3090 and convolution/A100 (docs/benchmarks.md). Its
+figures are the job path's; the job's own time is not measured.
 """
 
 from __future__ import annotations
@@ -174,7 +174,9 @@ def _start_worker(
 ) -> None:
     tmp = Path(tempfile.mkdtemp(dir=parent))
     template = None if direct else make_template(tmp, "empty", [])
-    _worker.update(recs=recs, tmp=tmp, template=template, settings=settings, budget=budget)
+    _worker.update(
+        recs=recs, tmp=tmp, template=template, settings=settings, budget=budget, direct=direct
+    )
 
 
 def _run(task: tuple[str, int, str]) -> Done:
@@ -182,12 +184,12 @@ def _run(task: tuple[str, int, str]) -> Done:
     of slow measurements."""
     path, seed, arm = task
     rec, budget = _worker["recs"][path], _worker["budget"]
-    template = _worker["template"]
     with applied(_worker["settings"] if arm == ARMS[1] else {}):
-        if template is None:
+        if _worker["direct"]:
             keys = direct_keys(rec, "auto", seed, budget)
         else:
-            keys, _, _ = job_keys(Path(path), "auto", seed, budget, template, _worker["tmp"])
+            template, tmp = _worker["template"], _worker["tmp"]
+            keys, _, _ = job_keys(Path(path), "auto", seed, budget, template, tmp)
     curve = best_curve(rec, keys, budget)
     return path, seed, arm, [float(v) for v in curve], slow_share(rec, keys)
 
@@ -317,8 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--direct",
         action="store_true",
-        help="ask the strategy and tell it the recording's answers without the job path (no"
-        " tuning log): the same proposals, faster, for screening",
+        help="the job's loop on the replay backend without the tuning log: the same proposals,"
+        " faster, for screening",
     )
     args = parser.parse_args(argv)
     if args.seeds < 2 or args.first_seed < 0 or args.budget < 1 or args.processes < 1:
