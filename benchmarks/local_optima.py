@@ -19,6 +19,9 @@ descent (each step to the fastest config one knob away, until none is faster) en
 of the optimum: how often a walk that measured whole neighbourhoods would reach the optimum from
 a uniform start. A one-knob walk that the model steers, as ``auto``'s, sees less than whole
 neighbourhoods; spaces with a small basin are the ones where starts and restarts matter most.
+The column ``box`` is the same share for a descent that may also step into the *box* of a
+config: every config that differs in two knobs or more, each by one position in its value
+list, so that coupled knobs (a tile and its thread count) move together.
 
     .venv/bin/python benchmarks/local_optima.py FILE [FILE ...]
 """
@@ -110,6 +113,33 @@ def descent_basin(positions: np.ndarray, times: np.ndarray, codes: _Codes | None
     return float(good[runs].mean())
 
 
+def box_basin(positions: np.ndarray, times: np.ndarray, chunk: int = 256) -> float:
+    """Share of the configs that ran whose steepest descent over one-knob moves and box moves
+    (every knob at most one position away) ends within ``WITHIN`` of the fastest; NaN when
+    none ran. Pairwise over the configs that ran, ``chunk`` rows at a time."""
+    runs = np.flatnonzero(np.isfinite(times))
+    if not len(runs):
+        return float("nan")
+    here, t = positions[runs].astype(np.int16), times[runs]
+    step_to = np.arange(len(runs))
+    for start in range(0, len(runs), chunk):
+        rows = slice(start, start + chunk)
+        apart = np.abs(here[rows, None, :] - here[None, :, :])
+        moved = (apart != 0).sum(axis=2)
+        near = (moved == 1) | ((moved >= 2) & (apart.max(axis=2) <= 1))
+        around = np.where(near, t[None, :], np.inf)
+        best = around.argmin(axis=1)
+        better = around[np.arange(len(best)), best] < t[rows]
+        step_to[rows] = np.where(better, best, step_to[rows])
+    end = np.arange(len(runs))
+    while True:  # each step is to a strictly faster config, so this ends
+        nxt = step_to[end]
+        if (nxt == end).all():
+            break
+        end = nxt
+    return float((t[end] <= WITHIN * float(t.min())).mean())
+
+
 def local_optima(positions: np.ndarray, times: np.ndarray) -> dict[str, float]:
     """Counts of one- and two-knob local optima among the configs that ran, and of the slow
     one-knob optima that pair steps and repairs do not escape."""
@@ -140,6 +170,7 @@ def local_optima(positions: np.ndarray, times: np.ndarray) -> dict[str, float]:
         "n1": float(np.median(sizes[1])) if sizes[1] else float("nan"),
         "n2": float(np.median(sizes[2])) if sizes[2] else float("nan"),
         "basin": descent_basin(positions, times, codes),
+        "box": box_basin(positions, times),
     }
 
 
@@ -155,10 +186,11 @@ def main(argv: list[str] | None = None) -> int:
     files = args.files or datasets("*/*.json.gz", "*.json.gz")
     header = (
         f"{'space':44s} {'ran':>6s} {'1-knob':>7s} {'>1.05':>6s} {'2-knob':>7s} {'>1.05':>6s}"
-        f" {'|N1|':>5s} {'|N2|':>5s} {'steps':>6s} {'repair':>6s} {'basin':>6s}"
+        f" {'|N1|':>5s} {'|N2|':>5s} {'steps':>6s} {'repair':>6s} {'basin':>6s} {'box':>6s}"
     )
     totals = np.zeros(6)
     basins: list[float] = []
+    boxes: list[float] = []
     for n, path in enumerate(files):
         try:
             row = local_optima(*measured_times(path))
@@ -176,15 +208,18 @@ def main(argv: list[str] | None = None) -> int:
             row["repair_slow"],
         ]
         basins.append(row["basin"])
+        boxes.append(row["box"])
         name = "/".join(path.parts[-2:])
         print(
             f"{name:44s} {row['ran']:6.0f} {row['one']:7.0f} {row['one_slow']:6.0f}"
             f" {row['two']:7.0f} {row['two_slow']:6.0f} {row['n1']:5.0f} {row['n2']:5.0f}"
             f" {row['steps_slow']:6.0f} {row['repair_slow']:6.0f} {row['basin']:6.3f}"
+            f" {row['box']:6.3f}"
         )
     print(
         f"{'all':44s} {'':6s} {totals[0]:7.0f} {totals[1]:6.0f} {totals[2]:7.0f} {totals[3]:6.0f}"
         f" {'':5s} {'':5s} {totals[4]:6.0f} {totals[5]:6.0f} {_mean_of_finite(basins):6.3f}"
+        f" {_mean_of_finite(boxes):6.3f}"
     )
     return 0
 

@@ -56,3 +56,15 @@ def test_a_space_where_nothing_ran_has_no_basin_and_no_error() -> None:
     positions = np.array([(a, b) for a in range(2) for b in range(2)], dtype=np.int16)
     row = module.local_optima(positions, np.full(4, np.inf))
     assert row["ran"] == 0 and np.isnan(row["basin"])
+
+
+def test_box_moves_step_both_coupled_knobs_out_of_a_one_knob_trap() -> None:
+    module = _benchmark()
+    # 2 knobs of 3 values: the optimum (1, 1); (0, 0) at 1.5x rests under one-knob moves, and the
+    # descents from (0, 2), (2, 0) and (2, 2) end there. Box moves reach (1, 1) from (0, 0).
+    positions = np.array([(a, b) for a in range(3) for b in range(3)], dtype=np.int16)
+    times = np.array([3.0 + 0.1 * a + 0.01 * b for a, b in positions])
+    times[0], times[4] = 1.5, 1.0
+    row = module.local_optima(positions, times)
+    assert row["basin"] == 5 / 9
+    assert row["box"] == 1.0
