@@ -103,14 +103,19 @@ def descent_basin(positions: np.ndarray, times: np.ndarray, codes: _Codes | None
             t = np.where(there >= 0, times[np.maximum(there, 0)], np.inf)
             better = t < fastest
             step_to[better], fastest[better] = there[better], t[better]
-    end = here
-    while True:  # each step is to a strictly faster config, so this ends
+    good = times[_rest_points(step_to)] <= WITHIN * float(times[runs].min())
+    return float(good[runs].mean())
+
+
+def _rest_points(step_to: np.ndarray) -> np.ndarray:
+    """Where each config's descent ends, ``step_to`` giving every config's next step (itself
+    at a rest point; each step is to a strictly faster config, so the descent ends)."""
+    end = np.arange(len(step_to))
+    while True:
         nxt = step_to[end]
         if (nxt == end).all():
-            break
+            return end
         end = nxt
-    good = times[end] <= WITHIN * float(times[runs].min())
-    return float(good[runs].mean())
 
 
 def box_basin(positions: np.ndarray, times: np.ndarray, chunk: int = 256) -> float:
@@ -125,24 +130,18 @@ def box_basin(positions: np.ndarray, times: np.ndarray, chunk: int = 256) -> flo
     for start in range(0, len(runs), chunk):
         rows = slice(start, start + chunk)
         apart = np.abs(here[rows, None, :] - here[None, :, :])
-        moved = (apart != 0).sum(axis=2)
-        near = (moved == 1) | ((moved >= 2) & (apart.max(axis=2) <= 1))
+        near = ((apart != 0).sum(axis=2) == 1) | (apart.max(axis=2) <= 1)  # itself too: not faster
         around = np.where(near, t[None, :], np.inf)
         best = around.argmin(axis=1)
         better = around[np.arange(len(best)), best] < t[rows]
         step_to[rows] = np.where(better, best, step_to[rows])
-    end = np.arange(len(runs))
-    while True:  # each step is to a strictly faster config, so this ends
-        nxt = step_to[end]
-        if (nxt == end).all():
-            break
-        end = nxt
-    return float((t[end] <= WITHIN * float(t.min())).mean())
+    return float((t[_rest_points(step_to)] <= WITHIN * float(t.min())).mean())
 
 
 def local_optima(positions: np.ndarray, times: np.ndarray) -> dict[str, float]:
-    """Counts of one- and two-knob local optima among the configs that ran, and of the slow
-    one-knob optima that pair steps and repairs do not escape."""
+    """Counts of one- and two-knob local optima among the configs that ran, of the slow
+    one-knob optima that pair steps and repairs do not escape, and the descent basins by
+    one-knob moves (``basin``) and with box moves too (``box``)."""
     best = float(times.min())
     found: dict[int, list[float]] = {1: [], 2: []}
     sizes: dict[int, list[int]] = {1: [], 2: []}
