@@ -250,6 +250,13 @@ def direct_keys(rec: RecordedSpace, name: str, seed: int, budget: int) -> list[s
     (``ktune.tuner.loop.Tuner``) on the replay backend, with no sink to record its batches and
     the context a job on an empty log gives the strategy, so screening a change skips the
     database. ``tests/test_search_trials.py`` checks that the two agree."""
+    return direct_run(rec, name, seed, budget)[0]
+
+
+def direct_run(
+    rec: RecordedSpace, name: str, seed: int, budget: int
+) -> tuple[list[str], strategies.Strategy]:
+    """:func:`direct_keys`, and the strategy as the run left it (for what it noted)."""
     context = SearchContext(
         rec.workload(), rec.device_name, resolve(rec.device_name, None), (), budget
     )
@@ -262,7 +269,7 @@ def direct_keys(rec: RecordedSpace, name: str, seed: int, budget: int) -> list[s
         budget=Budget(max_trials=budget),
         on_batch=[lambda batch: keys.extend(rec.space.key(m.config) for m in batch.measurements)],
     ).run()
-    return keys
+    return keys, strategy
 
 
 def space_label(path: Path) -> str:

@@ -148,7 +148,7 @@ class AutoSearch(ModelGuided):
         """The explorer's next proposal (none when it has nothing new to give)."""
         assert self.explorer is not None
         self.explorer.hand_out(self._taken())
-        found = self.explorer.ask(1)
+        found = self._noted(self.explorer.ask(1), "explorer")
         self._handed.update(found)
         self._explored.update(found)
         return found
@@ -255,7 +255,7 @@ class AutoSearch(ModelGuided):
                 fixed=() if self.pin is None else (self.pin,),
             )
             progress.lineage.update(walk)
-            picks += walk
+            picks += self._noted(walk, "lineage")
         return picks + super()._local_moves(k - len(picks), taken | set(picks))
 
     def _restart(self, taken: set[int]) -> list[int] | None:
@@ -280,7 +280,7 @@ class AutoSearch(ModelGuided):
         if point is None:
             return None
         self.progress.restart(point)
-        return [point]
+        return self._noted([point], "restart")
 
     def _slice_restart(self, taken: set[int]) -> list[int] | None:
         """Pin the unpinned two-valued knob with the largest measured flip effect (above
@@ -306,7 +306,7 @@ class AutoSearch(ModelGuided):
             start, measured = found
             self.pin = knob
             self.progress.restart(start, times[start] if measured else None)
-            return [] if measured else [start]
+            return [] if measured else self._noted([start], "slice")
         return None
 
     def _lineage_best(self) -> np.ndarray:
@@ -334,14 +334,14 @@ class AutoSearch(ModelGuided):
                     fail_probability=self.fail_probability,
                 )
                 if found is not None:
-                    return [found]
+                    return self._noted([found], "recombination")
         k = max(1, round(self.stalled_random_share * n))
         pool = self.space.sample(4 * k, self.rng, exclude=np.fromiter(taken, np.int64))
         if len(pool) == 0:
             return []
         runs = self.fail_probability(pool) <= 0.5
         pool = np.concatenate([pool[runs], pool[~runs]])
-        return [int(i) for i in pool[:k]]
+        return self._noted([int(i) for i in pool[:k]], "draw")
 
     def _make_plan(self, n: int) -> list[int]:
         plan = super()._make_plan(n)

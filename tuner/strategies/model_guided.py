@@ -44,7 +44,23 @@ from ktune.tuner.proposals.coordinate import coordinate_moves
 from ktune.tuner.sampling.adaptive import AdaptiveSampler
 from ktune.tuner.strategies.base import Observation, SearchContext, Strategy
 
-__all__ = ["ModelGuided"]
+__all__ = ["SOURCES", "ModelGuided"]
+
+#: where a model-guided strategy's proposals come from (``ModelGuided.sources``): the
+#: space-filling start, the one-knob walk around the best measurements, the pooled sources
+#: through the adaptive sampler; ``auto`` adds its escape's restart points (far and slice),
+#: the walk of a restart lineage, recombinations and uniform draws, and its explorer
+SOURCES = (
+    "space-filling",
+    "walk",
+    "pooled",
+    "restart",
+    "slice",
+    "lineage",
+    "recombination",
+    "draw",
+    "explorer",
+)
 
 #: the plan-time model of :meth:`ModelGuided.plan_seconds`, in seconds: fixed, per config
 #: scored, per training row, per proposal
@@ -134,6 +150,9 @@ class ModelGuided(Strategy):
         self._plan: list[int] = []
         self._predicted: dict[int, float] = {}  # index -> predicted ms, when planned
         self._handed: set[int] = set()
+        #: the source that planned each config handed out (``SOURCES``), for diagnostics
+        #: (``benchmarks/measurement_sources.py``); it never changes what is proposed
+        self.sources: dict[int, str] = {}
         self._features: np.ndarray | None = None
         self._table: tuple[np.ndarray, np.ndarray] | None = (
             None  # (score, uncertainty) of all configs
@@ -279,7 +298,15 @@ class ModelGuided(Strategy):
             )
             candidates = np.concatenate([candidates, extra])
         score, uncertainty = self.predict(candidates)
-        return moves + self.sampler.select(candidates, score, uncertainty, n, taken)
+        return moves + self._noted(
+            self.sampler.select(candidates, score, uncertainty, n, taken), "pooled"
+        )
+
+    def _noted(self, picks: list[int], source: str) -> list[int]:
+        """``picks``, each noted as planned by ``source`` (one of ``SOURCES``)."""
+        for index in picks:
+            self.sources[int(index)] = source
+        return picks
 
     def _space_filling(self, n: int, taken: set[int]) -> list[int]:
         """``n`` spread-out unmeasured configs (no model yet): cluster representatives of a
@@ -289,17 +316,18 @@ class ModelGuided(Strategy):
             min(remaining, 32 * n), self.rng, exclude=np.fromiter(taken, np.int64)
         )
         zeros = np.zeros(len(pool))
-        return self.sampler.select(pool, zeros, zeros, n, taken)
+        return self._noted(self.sampler.select(pool, zeros, zeros, n, taken), "space-filling")
 
     def _local_moves(self, k: int, taken: set[int]) -> list[int]:
         """Up to ``k`` one-knob moves around the best measurements (``coordinate_share``)."""
-        return coordinate_moves(
+        moves = coordinate_moves(
             self.space,
             self.acquisition,
             self.best_measured(self.coordinate_incumbents),
             taken,
             k,
         )
+        return self._noted(moves, "walk")
 
     def _wide_picks(self, n: int, taken: set[int]) -> list[int]:
         """Proposals made outside the pooled sources, before them (none here; ``auto`` gives
