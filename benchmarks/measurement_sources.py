@@ -120,17 +120,14 @@ def table(label: str, counts: SourceCounts, after: int) -> str:
 _worker: dict[str, Any] = {}
 
 
-def _start_worker(settings: dict[str, Any]) -> None:
-    _worker.update(settings=settings, recs={})
+def _start_worker(recs: dict[str, RecordedSpace], settings: dict[str, Any]) -> None:
+    _worker.update(recs=recs, settings=settings)
 
 
 def _run(task: tuple[str, int, int]) -> tuple[str, int, Run]:
     path, seed, budget = task
-    recs: dict[str, RecordedSpace] = _worker["recs"]
-    if path not in recs:
-        recs[path] = load_recording(Path(path))
     with applied(_worker["settings"]):
-        return path, seed, run_sources(recs[path], seed, budget)
+        return path, seed, run_sources(_worker["recs"][path], seed, budget)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -148,8 +145,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.seeds < 1 or args.budget < 1 or args.after < 0 or args.processes < 1:
             raise ValueError("--seeds, --budget and --processes must be positive, --after >= 0")
         settings = dict(parse_setting(s) for s in args.set)
-        for f in args.files:
-            load_recording(f)  # a bad file fails here, before any run
+        # each file read once, here (a bad one fails before any run), and handed to the workers
+        recs = {str(f): load_recording(f) for f in args.files}
     except (ValueError, OSError, FormatError) as exc:
         print(f"measurement_sources: {exc}", file=sys.stderr)
         return 2
@@ -159,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         for s in range(args.first_seed, args.first_seed + args.seeds)
     ]
     runs: dict[str, dict[int, Run]] = {str(f): {} for f in args.files}
-    with Pool(args.processes, _start_worker, (settings,)) as pool:
+    with Pool(args.processes, _start_worker, (recs, settings)) as pool:
         for path, seed, run in pool.imap_unordered(_run, tasks):
             runs[path][seed] = run
     print(
