@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ktune.search_space.formats import load_recording, write_cache
+from ktune.search_space.formats import load_recording, write_recording
 
 __all__ = ["KT_STRATEGIES", "KTRun", "run_kernel_tuner"]
 
@@ -57,14 +57,7 @@ def _cache_text(path: Path, mtime_ns: int) -> str:
     rec = load_recording(path)  # another format (KTT output)
     with tempfile.TemporaryDirectory() as tmp:
         target = Path(tmp) / "cache.json"
-        write_cache(
-            target,
-            device_name=rec.device_name,
-            kernel_name=rec.kernel_name,
-            problem_size=list(rec.problem_size),
-            parameters=rec.parameters,
-            records=rec.records.values(),
-        )
+        write_recording(target, rec)
         return target.read_text()
 
 

@@ -9,7 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from ktune.search_space.formats.errors import FormatError
-from ktune.search_space.formats.kernel_tuner import Record, RecordedSpace, load_cache, write_cache
+from ktune.search_space.formats.kernel_tuner import (
+    Record,
+    RecordedSpace,
+    load_cache,
+    write_cache,
+    write_recording,
+)
 from ktune.search_space.formats.reading import TooLarge
 from ktune.search_space.formats.recording import load_recording
 
@@ -25,6 +31,7 @@ __all__ = [
     "load_t1",
     "load_t4",
     "write_cache",
+    "write_recording",
 ]
 
 _LAZY = {

@@ -48,6 +48,7 @@ __all__ = [
     "recorded_space",
     "renamed",
     "write_cache",
+    "write_recording",
 ]
 
 STATUS_BY_FAILURE = {
@@ -439,6 +440,26 @@ def write_cache(
     text += ",".join("\n" + json.dumps({k: e}, allow_nan=False)[1:-1] for k, e in entries.items())
     data = (text + "}\n}").encode()
     _replace_atomically(path, gzip.compress(data, mtime=0) if path.name.endswith(".gz") else data)
+
+
+def write_recording(
+    path: str | Path,
+    rec: RecordedSpace,
+    *,
+    parameters: Sequence[Parameter] | None = None,
+    records: Iterable[RecordLike] | None = None,
+) -> None:
+    """``rec`` as a cache file with its own header (:func:`write_cache`), or a part of it:
+    its knobs narrowed to ``parameters``, only ``records`` kept."""
+    write_cache(
+        path,
+        device_name=rec.device_name,
+        kernel_name=rec.kernel_name,
+        problem_size=list(rec.problem_size),
+        parameters=rec.parameters if parameters is None else parameters,
+        records=rec.records.values() if records is None else records,
+        objective=rec.objective,
+    )
 
 
 def _entry(config: dict[str, Any], record: RecordLike, timestamp: str) -> dict[str, Any]:

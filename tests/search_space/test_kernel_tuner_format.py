@@ -16,7 +16,13 @@ from typing import Any
 import pytest
 
 from ktune.search_space import recorded as recorded_package
-from ktune.search_space.formats import FormatError, RecordedSpace, load_cache, write_cache
+from ktune.search_space.formats import (
+    FormatError,
+    RecordedSpace,
+    load_cache,
+    write_cache,
+    write_recording,
+)
 from ktune.search_space.parameters import Parameter
 
 RECORDED = Path(recorded_package.__file__).parent
@@ -528,3 +534,27 @@ def test_kernel_tuner_replays_our_export(pnpoly: RecordedSpace, tmp_path: Path) 
     best = min((r for r in subset if r.status == "ok"), key=lambda r: r.time_ms or 0.0)
     assert env["best_config"]["time"] == best.time_ms
     assert env["device_name"] == pnpoly.device_name
+
+
+def test_a_recording_written_whole_or_in_part_reads_back_with_its_header(tmp_path: Path) -> None:
+    rec = load_cache(RECORDED / "pnpoly_RTX_3090.json.gz")
+    whole = tmp_path / "whole.json.gz"
+    write_recording(whole, rec)
+    back = load_cache(whole)
+    assert (back.device_name, back.kernel_name, back.problem_size, back.objective) == (
+        rec.device_name,
+        rec.kernel_name,
+        rec.problem_size,
+        rec.objective,
+    )
+    assert {k: (r.status, r.time_ms) for k, r in back.records.items()} == {
+        k: (r.status, r.time_ms) for k, r in rec.records.items()
+    }
+    first = rec.parameters[0]
+    kept = Parameter(first.name, first.values[:2], first.kind)
+    part = [r for r in rec.records.values() if r.config[first.name] in kept.values]
+    path = tmp_path / "part.json.gz"
+    write_recording(path, rec, parameters=(kept, *rec.parameters[1:]), records=part)
+    narrowed = load_cache(path)
+    assert narrowed.parameters[0].values == kept.values
+    assert set(narrowed.records) == {r.key for r in part}
