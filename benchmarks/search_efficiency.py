@@ -303,6 +303,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--modes", default="none,transfer")
     parser.add_argument(
+        "--direct",
+        action="store_true",
+        help="ktune's strategies skip the tuning log (direct_keys: the same configs, no job"
+        " timing), mode none only",
+    )
+    parser.add_argument(
         "--json", type=Path, help="also save every run here, for --merge (runs split in parts)"
     )
     parser.add_argument(
@@ -338,6 +344,8 @@ def main(argv: list[str] | None = None) -> int:
     ours = [s for s in args.strategies.split(",") if s]
     theirs = [s for s in args.kt.split(",") if s]
     modes = [m for m in args.modes.split(",") if m]
+    if args.direct and modes != ["none"]:
+        parser.error("--direct runs on an empty log: give it --modes none")
 
     results: dict[str, dict[str, dict[Path, Runs]]] = {m: defaultdict(dict) for m in modes}
     with tempfile.TemporaryDirectory() as tmpdir:
@@ -364,9 +372,17 @@ def main(argv: list[str] | None = None) -> int:
                 for name in ours:
                     runs = Runs([], [])
                     for seed in range(args.first_seed, args.first_seed + args.seeds):
-                        curve, ms, job_ms = run_ktune(
-                            f, rec, name, seed, args.budget, template, tmp
-                        )
+                        if args.direct:
+                            keys = direct_keys(rec, name, seed, args.budget)
+                            curve, ms, job_ms = (
+                                best_curve(rec, keys, args.budget),
+                                math.nan,
+                                math.nan,
+                            )
+                        else:
+                            curve, ms, job_ms = run_ktune(
+                                f, rec, name, seed, args.budget, template, tmp
+                            )
                         runs.curves.append(curve)
                         runs.seeds.append(seed)
                         runs.tuner_ms_per_measurement.append(ms)

@@ -210,3 +210,27 @@ def test_kernel_tuner_runs_on_a_ktt_recording_written_as_a_cache(tmp_path: Path)
     run = _module().run_kernel_tuner(path, "genetic_algorithm", 15, seed=4)
     rec = load_recording(path)
     assert len(run.keys) == 15 and all(k in rec.records for k in run.keys)
+
+
+def test_direct_runs_measure_what_the_job_path_measures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--direct`` (no tuning log) saves the same curves as the job path, with no job
+    timing; it takes only the empty-log mode."""
+    se = _module()
+    pnpoly = SCRIPT.parent.parent / "search_space" / "recorded" / "pnpoly_RTX_3090.json.gz"
+    common = [str(pnpoly), "--seeds", "1", "--first-seed", "4", "--budget", "30"]
+    common += ["--modes", "none", "--strategies", "auto", "--kt", ""]
+    saved = []
+    for extra in ([], ["--direct"]):
+        out = tmp_path / f"run{len(saved)}.json"
+        assert se.main([*common, *extra, "--json", str(out)]) == 0
+        saved.append(se.merge_saved([out]).results["none"]["ktune:auto"][pnpoly])
+    job, direct = saved
+    assert np.array_equal(job.curves[0], direct.curves[0])
+    assert all(np.isnan(direct.job_ms_per_measurement))
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        se.main([str(pnpoly), "--direct", "--modes", "none,transfer"])
+    assert exc.value.code == 2
+    assert "--direct" in capsys.readouterr().err
