@@ -93,6 +93,9 @@ class ModelGuided(Strategy):
     coordinate_incumbents: ClassVar[int] = 2
     #: uncertainty bonus in the acquisition
     beta: ClassVar[float] = 0.5
+    #: the in-job model's bootstrap members and boosting rounds
+    model_members: ClassVar[int] = 3
+    model_rounds: ClassVar[int] = 40
     #: the model also sees pairwise knob ratios and products (``ldiff`` / ``lsum`` columns of
     #: ``ktune.cost_model.features``; measured for ``auto``, which turns them on)
     knob_pairs: ClassVar[bool] = False
@@ -136,8 +139,8 @@ class ModelGuided(Strategy):
             target=(self.workload.key, self.device),
             target_spec=self.spec,
             seed=seed or 0,
-            n_members=3,
-            n_rounds=40,
+            n_members=self.model_members,
+            n_rounds=self.model_rounds,
             nthread=1,
         )
         self._prior = prior
