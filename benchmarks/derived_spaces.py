@@ -73,15 +73,15 @@ class DerivedSpace:
         return sum(t <= (1 + tolerance) * best for t in times)
 
 
-def draw_window(parameters: Sequence[Parameter], rng: np.random.Generator) -> list[set[object]]:
-    """Per knob, the values a window keeps: a run of consecutive values of its list, of a
-    uniform length 1..m and a uniform start (a one-valued knob keeps its value)."""
-    window: list[set[object]] = []
-    for p in parameters:
+def draw_window(parameters: Sequence[Parameter], rng: np.random.Generator) -> np.ndarray:
+    """Per knob, the run of consecutive value positions a window keeps, as ``(start, stop)``
+    rows: a uniform length 1..m and a uniform start (a one-valued knob keeps its value)."""
+    window = np.zeros((len(parameters), 2), dtype=np.int64)
+    for j, p in enumerate(parameters):
         m = len(p.values)
         length = int(rng.integers(1, m + 1))
         start = int(rng.integers(0, m - length + 1))
-        window.append(set(p.values[start : start + length]))
+        window[j] = (start, start + length)
     return window
 
 
@@ -97,30 +97,35 @@ def derive(
     """A window of ``rec`` whose space fits (see the module docstring), or ``None`` when
     ``tries`` windows drawn with ``rng`` gave none."""
     members = [r for r in rec.records.values() if r.status != "invalid"]
-    names = [p.name for p in rec.parameters]
+    # every member's value positions, once: a window is then one comparison per try
+    where = [{v: i for i, v in enumerate(p.values)} for p in rec.parameters]
+    positions = np.array(
+        [[w[r.config[p.name]] for p, w in zip(rec.parameters, where)] for r in members],
+        dtype=np.int64,
+    ).reshape(len(members), len(rec.parameters))
+    ran = np.array([r.status == "ok" for r in members], dtype=bool)
     low, high = configs
     for _ in range(tries):
         window = draw_window(rec.parameters, rng)
-        inside = [r for r in members if all(r.config[n] in w for n, w in zip(names, window))]
-        if not low <= len(inside) <= high:
+        inside = ((positions >= window[:, 0]) & (positions < window[:, 1])).all(axis=1)
+        count = int(inside.sum())
+        if not low <= count <= high:
             continue
-        ran = sum(r.status == "ok" for r in inside)
-        if ran < 2 or 1 - ran / len(inside) < min_failed:
+        ok = int(ran[inside].sum())
+        if ok < 2 or 1 - ok / count < min_failed:
             continue
         parameters = tuple(
-            dataclasses.replace(
-                p, values=tuple(v for v in p.values if v in w), default=_kept(p.default, w)
-            )
-            for p, w in zip(rec.parameters, window)
+            dataclasses.replace(p, values=p.values[a:b], default=_kept(p.default, p.values[a:b]))
+            for p, (a, b) in zip(rec.parameters, window.tolist())
         )
-        derived = DerivedSpace(rec, parameters, tuple(inside))
+        derived = DerivedSpace(rec, parameters, tuple(r for r, i in zip(members, inside) if i))
         if derived.knobs >= min_knobs:
             return derived
     return None
 
 
-def _kept(default: object, window: set[object]) -> object:
-    return default if default in window else None
+def _kept(default: object, values: tuple[object, ...]) -> object:
+    return default if default in values else None
 
 
 def write_derived(derived: DerivedSpace, path: Path) -> None:
