@@ -4,6 +4,7 @@ what."""
 
 from __future__ import annotations
 
+from collections import Counter
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -26,8 +27,8 @@ def test_every_measurement_is_noted_and_noting_changes_nothing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """60 measurements on a bundled recording: each has one of ``SOURCES``, the first ones
-    are the space-filling start, the walk plans most of the rest, and the run measures what
-    the direct path measures (the notes never steer the search)."""
+    are the space-filling start, the walk plans more of the rest than any other source, and
+    the run measures what the direct path measures (the notes never steer the search)."""
     ms = _module()
     se = load_script(SCRIPT.with_name("search_efficiency.py"))
     rec = se.load_recording(PNPOLY)
@@ -35,7 +36,8 @@ def test_every_measurement_is_noted_and_noting_changes_nothing(
     assert len(run) == 60
     assert {source for source, _ in run} <= set(SOURCES)
     assert [source for source, _ in run[:8]] == ["space-filling"] * 8
-    assert sum(source == "walk" for source, _ in run) > 20
+    rest = Counter(source for source, _ in run[8:])
+    assert rest.most_common(1)[0][0] == "walk"
     assert all(ratio is None or ratio >= 1.0 for _, ratio in run)
     noted = se.direct_keys(rec, "auto", 3, 60)
     monkeypatch.setattr(ModelGuided, "_noted", lambda self, picks, source: picks)

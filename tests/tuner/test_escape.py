@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from ktune.cost_model.failures import FailureModel
+from ktune.cost_model.smooth import expected_improvement
 from ktune.search_space.parameters import Parameter
 from ktune.search_space.space import SearchSpace
 from ktune.tuner.proposals.recombination import recombine
@@ -40,16 +41,18 @@ def two_basins(c: dict) -> float:
     return min(near, wide)
 
 
-def run(strategy: AutoSearch, times: np.ndarray, failed: np.ndarray, n: int) -> list[int]:
+def run(
+    strategy: AutoSearch, times: np.ndarray, failed: np.ndarray, n: int, cost_s: float = 1.0
+) -> list[int]:
     seen: list[int] = []
     while len(seen) < n:
         batch = strategy.ask(4)
         assert batch
         strategy.tell(
             [
-                Observation(i, "compile_error", None, 1.0)
+                Observation(i, "compile_error", None, cost_s)
                 if failed[i]
-                else Observation(i, "ok", float(times[i]), 1.0)
+                else Observation(i, "ok", float(times[i]), cost_s)
                 for i in batch
             ]
         )
@@ -380,3 +383,87 @@ def test_a_stalled_walk_recombines_its_best_measurements_every_other_plan(
         mixed += sum(draws)
         plain += sum(stalled_draws(NoRecombination(space, seed=seed)))
     assert plain < mixed / 2
+
+
+def test_the_smooth_share_of_plans_proposes_by_expected_improvement(space: SearchSpace) -> None:
+    """With ``smooth_share`` 0.5, every other plan that is neither stalled nor untrusted gives
+    its first global proposal to the smooth model: an unmeasured config, the best of the
+    unmeasured configs by expected improvement at the time; with 0 none is."""
+    configs = space.configs(range(len(space)))
+    times = np.array([two_basins(c) for c in configs])
+    failed = np.zeros(len(space), dtype=bool)
+
+    class Smooth(AutoSearch):
+        smooth_share = 0.5
+
+    strategy = Smooth(space, seed=4)
+    pick = strategy._smooth_pick
+    checked: list[int] = []
+
+    def watched(taken: set[int]) -> list[int]:
+        found = pick(taken)
+        if found:
+            model = strategy.smooth
+            pool = np.setdiff1d(np.arange(len(space)), np.fromiter(taken, np.int64))
+            mean, std = model.predict(strategy._scaled(pool))
+            best = float(np.log(min(t for t in strategy.measured_times().values() if t)))
+            gain = expected_improvement(mean, std, best)
+            assert found[0] not in taken
+            assert gain[pool == found[0]][0] >= gain.max() - 1e-12
+            checked.append(found[0])
+        return found
+
+    strategy._smooth_pick = watched  # type: ignore[method-assign]
+    seen = run(strategy, times, failed, 80)
+    smooth = [i for i in seen if strategy.sources.get(i) == "smooth"]
+    assert checked and smooth and set(smooth) <= set(checked)
+
+    class Plain(AutoSearch):
+        smooth_share = 0.0
+
+    plain = Plain(space, seed=4)
+    seen = run(plain, times, failed, 80)
+    assert not any(plain.sources.get(i) == "smooth" for i in seen)
+
+
+@pytest.mark.parametrize("once", [True, False])
+def test_plans_between_refits_take_the_pooled_sources_last_draw(
+    space: SearchSpace, once: bool
+) -> None:
+    """When measurements are cheap the model refits only every few plans, and its scores stay
+    the same in between: the pooled sources then draw their candidates once per fit and the
+    plans in between take from that draw, less what was taken since (``pool_once_per_fit``;
+    off, every plan draws anew)."""
+    configs = space.configs(range(len(space)))
+    times = np.array([two_basins(c) for c in configs])
+    failed = np.zeros(len(space), dtype=bool)
+
+    class Cached(AutoSearch):
+        pool_once_per_fit = once
+
+    strategy = Cached(space, seed=5)
+    calls: list[tuple[np.ndarray, np.ndarray]] = []  # (what a plan got, the draw behind it)
+    last: list[np.ndarray] = []
+    draw, candidates = strategy._draw_candidates, strategy._candidates
+
+    def drawn(n: int, taken: set[int]) -> np.ndarray:
+        last[:] = [draw(n, taken)]
+        return last[0]
+
+    def watched(n: int, taken: set[int]) -> np.ndarray:
+        found = candidates(n, taken)
+        calls.append((found, last[0]))
+        if found is not last[0]:  # a reuse: the draw less what was taken since
+            assert not np.isin(found, np.fromiter(taken, np.int64)).any()
+        return found
+
+    strategy._draw_candidates = drawn  # type: ignore[method-assign]
+    strategy._candidates = watched  # type: ignore[method-assign]
+    run(strategy, times, failed, 80, cost_s=0.01)
+    assert strategy.refit_interval() > strategy.plan_length()
+    reused = [found for found, source in calls if found is not source]
+    assert all(np.isin(found, source).all() for found, source in calls)
+    if once:
+        assert len(reused) > len(calls) / 2
+    else:
+        assert not reused

@@ -300,9 +300,9 @@ def test_the_walk_follows_every_plan_however_cheap_the_measurements(
     space: SearchSpace, times: np.ndarray, cost: float
 ) -> None:
     """With measurements so cheap that the model refits only every 64, plans stay 4 long on
-    the last model's table: as with costly ones, most proposals are one-knob moves from the
-    two best measurements at the time they are asked, and the model refits at most once per
-    interval."""
+    the last model's table: as with costly ones, the walk's half of each plan (and restart
+    lineages) make a third or more of the proposals one-knob moves from the two best
+    measurements at the time they are asked, and the model refits at most once per interval."""
     strategy = strategies.create("auto", space, seed=2)
     refits = 0
     update = strategy.model.update  # type: ignore[attr-defined]
@@ -323,7 +323,7 @@ def test_the_walk_follows_every_plan_however_cheap_the_measurements(
             moves += int(knobs_moved.min() == 1)
         strategy.tell([Observation(index, "ok", float(times[index]), cost)])
         measured.append(index)
-    assert moves >= 0.4 * (len(measured) - 8)
+    assert moves >= 0.3 * (len(measured) - 8)
     assert refits <= (1 if cost < 0.01 else 13)
 
 

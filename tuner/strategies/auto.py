@@ -1,12 +1,16 @@
 """ktune's default: every proposal source pooled, adaptive sampling picks the batch.
 
-Three quarters of each plan are one-knob moves around the two best measurements, a knob at a
-time, the model choosing each knob's value (``ktune.tuner.proposals.coordinate``): the search
-converges locally. The rest comes from the pooled sources through the adaptive sampler: the
-best unmeasured configs by acquisition over the whole space (or a large sample of it), one-knob
-neighbours of the best measurements, model-based annealing, and the PPO agent; that quarter
-keeps looking elsewhere. With measurements of the same space in the log (other GPUs), the first
-batch is already ranked by the transferred model.
+Half of each plan are one-knob moves around the two best measurements, a knob at a time, the
+model choosing each knob's value (``ktune.tuner.proposals.coordinate``): the search converges
+locally. The other half looks elsewhere. In a plan that is not stalled, its first proposal is
+the config of best expected improvement on a smooth model, a Gaussian process of the job's ok
+measurements over the knobs' value positions (``ktune.cost_model.smooth``), which looks between
+and beyond the measurements where the trees extrapolate flat; the rest comes from the pooled
+sources through the adaptive sampler: the best unmeasured configs by acquisition over the whole
+space (or a large sample of it), one-knob neighbours of the best measurements, model-based
+annealing, and the PPO agent (drawn once per fit of the model). A stalled plan restarts or draws
+instead (the escape, below). With measurements of the same space in the log (other GPUs), the
+first batch is already ranked by the transferred model.
 
 How the share was chosen: docs/benchmarks.md, "tuner/strategies/auto.py".
 
@@ -29,6 +33,7 @@ from typing import ClassVar
 import numpy as np
 
 from ktune.cost_model.failures import FailureModel
+from ktune.cost_model.smooth import SmoothModel, expected_improvement
 from ktune.search_space.space import SearchSpace
 from ktune.tuner.proposals.coordinate import coordinate_moves
 from ktune.tuner.proposals.recombination import recombine
@@ -47,21 +52,21 @@ EXPLORER_SEED_OFFSET = 7919
 
 class AutoSearch(ModelGuided):
     name = "auto"
-    coordinate_share = 0.75
+    coordinate_share = 0.5
     #: with a prior in the log, the share of proposals (after ``explorer_after``) that come
     #: from a search ignoring the log (0: never)
     explorer_share: ClassVar[float] = 0.125
     summary = (
-        "model-guided one-knob moves + pooled proposals (model ranking, annealing, PPO agent)"
-        " + adaptive sampling;"
+        "model-guided one-knob moves + a Gaussian process's expected improvement + pooled"
+        " proposals (model ranking, annealing, PPO agent) + adaptive sampling;"
         f" with a log, 1 in {round(1 / explorer_share)} from an explorer that ignores it"
     )
     #: proposals made by the transferred model alone before the explorer's first
     explorer_after: ClassVar[int] = 8
     #: proposals planned at once (however cheap measurements are; the model's refits are
-    #: spaced out instead, see ``refit_interval``): 4 keeps the 3:1 split of local moves and
-    #: pooled proposals and refits the model twice as often as 8 did, which the first 50
-    #: measurements gain most from
+    #: spaced out instead, see ``refit_interval``): 4 splits local moves and global proposals
+    #: 2:2 and refits the model twice as often as 8 did, which the first 50 measurements gain
+    #: most from
     plan_size: ClassVar[int] = 4
     #: the shortest plan with a prior in the log: its first plan is the transferred model's
     #: ranking alone (nothing measured to walk around yet), and transfer was measured with 8
@@ -101,6 +106,15 @@ class AutoSearch(ModelGuided):
     #: of measured pairs differing in it alone) is above this, at the value the best config
     #: lacks, and walks that slice (``ktune.tuner.proposals.slices``; None: far restarts only)
     slice_min_effect: ClassVar[float | None] = 1.25
+    #: the share of plans (not stalled, the model trusted) whose global proposal is the smooth
+    #: model's (``ktune.cost_model.smooth``: expected improvement of a Gaussian process on
+    #: value positions) instead of the pooled sources' (0: never)
+    smooth_share: ClassVar[float] = 1.0
+    #: the most configs the smooth model scores per proposal (a uniform sample beyond it)
+    smooth_pool: ClassVar[int] = 20_000
+    #: whether the pooled sources draw their candidates once per fit of the model and plans
+    #: between refits reuse the draw (``_candidates``; False: a new draw every plan)
+    pool_once_per_fit: ClassVar[bool] = True
 
     def __init__(
         self, space: SearchSpace, *, seed: int | None = None, context: SearchContext | None = None
@@ -123,6 +137,9 @@ class AutoSearch(ModelGuided):
         self.pin: int | None = None  # the knob the current lineage keeps fixed
         self.pinned: set[int] = set()  # knobs a slice restart has pinned (once each)
         self._recombined_last = False  # the last stalled plan's draw was a recombination
+        self.smooth = SmoothModel()
+        self._smooth_plans = 0  # plans that could have had a smooth proposal
+        self._pooled: np.ndarray | None = None  # the pooled sources' candidates of this fit
 
     def _explorers_turn(self) -> bool:
         """Whether proposal number ``_proposed`` is the explorer's: one in ``explorer_share``
@@ -175,6 +192,8 @@ class AutoSearch(ModelGuided):
         """The cost model's refit; the failure model is due its own after a refit that follows
         new failures, so it too refits once per ``refit_interval`` at most."""
         refitted = super()._refresh()
+        if refitted:
+            self._pooled = None
         if refitted and self._failures_new:
             self._failures_new, self._failures_stale = False, True
         return refitted
@@ -321,7 +340,7 @@ class AutoSearch(ModelGuided):
         if self.escape and not self.trust.trusted:
             return self._space_filling(n, taken)
         if not self.stalled():
-            return []
+            return self._smooth_pick(taken) if self._smooth_turn() else []
         if self.recombination_parents > 0:
             self._recombined_last = not self._recombined_last
             if self._recombined_last:
@@ -343,6 +362,47 @@ class AutoSearch(ModelGuided):
         pool = np.concatenate([pool[runs], pool[~runs]])
         return self._noted([int(i) for i in pool[:k]], "draw")
 
+    def _smooth_turn(self) -> bool:
+        """Whether this plan's global proposal is the smooth model's (``smooth_share`` of
+        plans, spread evenly)."""
+        if self.smooth_share <= 0:
+            return False
+        j = self._smooth_plans
+        self._smooth_plans += 1
+        return math.floor((j + 1) * self.smooth_share) > math.floor(j * self.smooth_share)
+
+    def _smooth_pick(self, taken: set[int]) -> list[int]:
+        """The unmeasured config of best expected improvement on the smooth model fitted to
+        this job's ok measurements, among those not predicted to fail."""
+        times = {i: t for i, t in self.measured_times().items() if t}
+        if len(times) < 3:
+            return []
+        own = np.fromiter(times, np.int64, len(times))
+        log_time = np.log(np.fromiter(times.values(), np.float64, len(times)))
+        if not self.smooth.fit(self._scaled(own), log_time):
+            return []
+        if len(self.space) <= self.smooth_pool:
+            pool = np.arange(len(self.space), dtype=np.int64)
+            pool = pool[~np.isin(pool, np.fromiter(taken, np.int64, len(taken)))]
+        else:
+            pool = self.space.sample(
+                self.smooth_pool, self.rng, exclude=np.fromiter(taken, np.int64)
+            )
+        if len(pool) == 0:
+            return []
+        pool = pool[self.fail_probability(pool) <= 0.5]
+        if len(pool) == 0:
+            return []
+        mean, std = self.smooth.predict(self._scaled(pool))
+        gain = expected_improvement(mean, std, float(log_time.min()))
+        return self._noted([int(pool[int(np.argmax(gain))])], "smooth")
+
+    def _scaled(self, indices: np.ndarray) -> np.ndarray:
+        """Value positions of ``indices``, each knob scaled to [0, 1] (fixed knobs 0)."""
+        radices = np.array([len(p.values) for p in self.space.parameters], dtype=np.float64)
+        scaled: np.ndarray = self.space.positions(indices) / np.maximum(radices - 1, 1)
+        return scaled
+
     def _make_plan(self, n: int) -> list[int]:
         plan = super()._make_plan(n)
         if self.model.fitted and plan:
@@ -351,6 +411,20 @@ class AutoSearch(ModelGuided):
         return plan
 
     def _candidates(self, n: int, taken: set[int]) -> np.ndarray:
+        """The pooled sources' candidates, drawn once per fit of the model for a plan of
+        ``plan_length`` (or ``n``, if longer): the model's scores do not change until its next
+        fit, so a plan between refits (cheap measurements) takes the last draw less what has
+        been taken since, while at least ``4 * n`` distinct candidates of it are left."""
+        if not self.pool_once_per_fit:
+            return self._draw_candidates(n, taken)
+        if self._pooled is not None:
+            left = self._pooled[~np.isin(self._pooled, np.fromiter(taken, np.int64))]
+            if len(np.unique(left)) >= 4 * n:
+                return left
+        self._pooled = self._draw_candidates(max(n, self.plan_length()), taken)
+        return self._pooled
+
+    def _draw_candidates(self, n: int, taken: set[int]) -> np.ndarray:
         parts = [
             self.top_predicted(4 * n, taken),
             self.local(2 * n, taken),

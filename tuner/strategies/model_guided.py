@@ -58,6 +58,7 @@ SOURCES = (
     "slice",
     "lineage",
     "recombination",
+    "smooth",
     "draw",
     "explorer",
 )
