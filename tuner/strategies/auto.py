@@ -112,6 +112,9 @@ class AutoSearch(ModelGuided):
     smooth_share: ClassVar[float] = 1.0
     #: the most configs the smooth model scores per proposal (a uniform sample beyond it)
     smooth_pool: ClassVar[int] = 20_000
+    #: whether space-filling picks (before the model ranks better than chance) skip configs
+    #: the failure model expects to fail, as the stalled draws and restarts do
+    screen_space_filling: ClassVar[bool] = True
     #: whether the pooled sources draw their candidates once per fit of the model and plans
     #: between refits reuse the draw (``_candidates``; False: a new draw every plan)
     pool_once_per_fit: ClassVar[bool] = True
@@ -234,6 +237,14 @@ class AutoSearch(ModelGuided):
             return known
         found = self.failures.predict(self._features_of(indices))
         return np.zeros(len(indices)) if found is None else found
+
+    def _runnable(self, pool: np.ndarray, n: int) -> np.ndarray:
+        """``pool`` less the configs the failure model expects to fail (P > 1/2), unless
+        fewer than ``n`` would be left: space-filling picks spread over what can run."""
+        if not self.screen_space_filling or len(pool) == 0:
+            return pool
+        runs = self.fail_probability(pool) <= 0.5
+        return pool[runs] if runs.sum() >= n else pool
 
     def _features_of(self, indices: np.ndarray) -> np.ndarray:
         if len(self.space) <= self.exhaustive_limit:

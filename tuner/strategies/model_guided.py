@@ -316,11 +316,19 @@ class ModelGuided(Strategy):
         """``n`` spread-out unmeasured configs (no model yet): cluster representatives of a
         uniform sample of the valid space."""
         remaining = len(self.space) - len(taken)
-        pool = self.space.sample(
-            min(remaining, 32 * n), self.rng, exclude=np.fromiter(taken, np.int64)
+        pool = self._runnable(
+            self.space.sample(
+                min(remaining, 32 * n), self.rng, exclude=np.fromiter(taken, np.int64)
+            ),
+            n,
         )
         zeros = np.zeros(len(pool))
         return self._noted(self.sampler.select(pool, zeros, zeros, n, taken), "space-filling")
+
+    def _runnable(self, pool: np.ndarray, n: int) -> np.ndarray:
+        """``pool`` less the configs expected to fail, keeping at least ``n`` (all of it
+        here: no failure model; ``auto`` has one)."""
+        return pool
 
     def _local_moves(self, k: int, taken: set[int]) -> list[int]:
         """Up to ``k`` one-knob moves around the best measurements (``coordinate_share``)."""
