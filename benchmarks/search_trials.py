@@ -1,7 +1,8 @@
 """A paired trial of a change to ``auto``: the same spaces and seeds with and without it.
 
     python benchmarks/search_trials.py FILES... --set NAME=VALUE [--set ...] \\
-        [--seeds 30] [--first-seed 0] [--budget 100] [--processes 2] [--json OUT] [--direct]
+        [--seeds 30] [--first-seed 0] [--budget 100] [--processes 2] [--json OUT] [--direct] \\
+        [--part OUT]
 
 Every (space, seed) job runs twice through the job path (tuning log, replay backend, as
 ``benchmarks/search_efficiency.py`` runs it): once with ``auto`` as it is, once with the class
@@ -22,6 +23,10 @@ record its batches, and the strategy gets the context a job on an empty log give
 (``search_efficiency.direct_keys``), so it proposes the same configs (a test checks it): 13.4 s
 against 21.3 s for 16 runs of gemm RTX 3090 and convolution/A100 (docs/benchmarks.md). Its
 figures are the job path's; the job's own time is not measured.
+
+``--part`` writes the "as is" arm as a ``search_efficiency.py --json`` part (strategy
+``ktune:auto``, mode none, no timings), so that ``search_efficiency.py --merge`` puts it beside
+Kernel Tuner's runs of the same spaces and seeds without running ``auto`` a second time.
 """
 
 from __future__ import annotations
@@ -47,10 +52,12 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.search_efficiency import (
     Runs,
+    Saved,
     best_curve,
     direct_keys,
     job_keys,
     make_template,
+    save_runs,
     space_label,
 )
 from ktune.search_space.formats import FormatError, load_recording
@@ -307,6 +314,24 @@ def _mean_slow(per_seed: Mapping[int, float]) -> float:
     return statistics.fmean(finite) if finite else math.nan
 
 
+def save_arm(
+    path: Path, trial: Trial, arm: str, recs: Mapping[str, RecordedSpace], budget: int
+) -> None:
+    """``arm``'s runs as a ``search_efficiency.py --json`` part: strategy ``ktune:auto``, mode
+    none, every seed of the trial; no timings (a trial does not time its runs)."""
+    per: dict[Path, Runs] = {}
+    seeds: list[int] = []
+    for f, by_seed in trial.curves[arm].items():
+        seeds = sorted(by_seed)
+        per[Path(f)] = Runs(
+            [np.asarray(by_seed[s], dtype=np.float64) for s in seeds],
+            [math.nan] * len(seeds),
+            seeds=seeds,
+        )
+    cost_ms = {Path(f): rec.median_measurement_ms for f, rec in recs.items()}
+    save_runs(path, Saved({"none": {"ktune:auto": per}}, cost_ms, len(seeds), budget))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="+", type=Path)
@@ -316,6 +341,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=int, default=100)
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--json", type=Path, help="write both arms' runs here")
+    parser.add_argument(
+        "--part",
+        type=Path,
+        help="also write the 'as is' arm here as a search_efficiency.py --json part, for --merge",
+    )
     parser.add_argument(
         "--direct",
         action="store_true",
@@ -330,6 +360,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     if not args.settings:
         parser.error("nothing to compare: give at least one --set NAME=VALUE")
+    if args.part is not None and not args.part.parent.is_dir():
+        parser.error(f"--part: no directory {args.part.parent} to write {args.part.name} in")
     try:
         settings = dict(parse_setting(s) for s in args.settings)
     except ValueError as exc:
@@ -354,6 +386,8 @@ def main(argv: list[str] | None = None) -> int:
                 }
             )
         )
+    if args.part is not None:
+        save_arm(args.part, trial, "as is", recs, args.budget)
     return 0
 
 

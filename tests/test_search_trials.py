@@ -11,6 +11,7 @@ from types import ModuleType, SimpleNamespace
 
 import pytest
 
+from ktune.search_space.formats import load_recording
 from ktune.tuner.strategies.auto import AutoSearch
 from tests.scripts import load_script
 
@@ -86,6 +87,22 @@ def test_a_trial_runs_both_arms_through_the_job_path(capsys: pytest.CaptureFixtu
     assert "| slow |" in out
 
 
+def test_the_as_is_arm_merges_with_search_efficiency_parts(tmp_path: Path) -> None:
+    """``--part`` writes the "as is" arm in ``search_efficiency.py --json``'s format: merged
+    back, it is ``ktune:auto``'s runs on the trial's space, seed for seed."""
+    st = _module()
+    merge_saved = load_script(SCRIPT.with_name("search_efficiency.py")).merge_saved
+    recs = {str(PNPOLY): load_recording(PNPOLY)}
+    trial = st.run_trial(recs, [3, 4], {"escape": False}, 25, processes=1, direct=True)
+    part = tmp_path / "auto.json"
+    st.save_arm(part, trial, "as is", recs, 25)
+    merged = merge_saved([part])
+    runs = merged.results["none"]["ktune:auto"][PNPOLY]
+    assert merged.seeds == 2 and merged.budget == 25 and runs.seeds == [3, 4]
+    for seed, curve in zip(runs.seeds, runs.curves):
+        assert curve.tolist() == list(trial.curves["as is"][str(PNPOLY)][seed])
+
+
 def test_the_direct_path_proposes_what_the_job_path_measures(tmp_path: Path) -> None:
     """``--direct`` screens a change without the job path: on a recording with cheap
     measurements (refits spaced out by their cost) and one with failed configs, the strategy
@@ -127,6 +144,7 @@ def test_bad_input_is_one_error_line(capsys: pytest.CaptureFixture[str]) -> None
         ([str(PNPOLY), "--set", "nope=1"], "auto has no setting 'nope'"),
         (["/no/such.json.gz", "--set", "escape=False"], "no such file"),
         ([str(PNPOLY), "--set", "escape=False", "--seeds", "1"], "--seeds must be"),
+        ([str(PNPOLY), "--set", "escape=False", "--part", "/no/d/a"], "--part: no directory"),
     ]:
         with pytest.raises(SystemExit) as exit_info:
             st.main(argv)
