@@ -2,7 +2,7 @@
 
     python benchmarks/search_trials.py FILES... --set NAME=VALUE [--set ...] \\
         [--seeds 30] [--first-seed 0] [--budget 100] [--processes 2] [--json OUT] [--direct] \\
-        [--part OUT]
+        [--part OUT] [--changed-part OUT]
 
 Every (space, seed) job runs twice through the job path (tuning log, replay backend, as
 ``benchmarks/search_efficiency.py`` runs it): once with ``auto`` as it is, once with the class
@@ -26,7 +26,9 @@ figures are the job path's; the job's own time is not measured.
 
 ``--part`` writes the "as is" arm as a ``search_efficiency.py --json`` part (strategy
 ``ktune:auto``, mode none, no timings), so that ``search_efficiency.py --merge`` puts it beside
-Kernel Tuner's runs of the same spaces and seeds without running ``auto`` a second time.
+Kernel Tuner's runs of the same spaces and seeds without running ``auto`` a second time;
+``--changed-part`` writes the changed arm the same way, named by its settings
+(``ktune:auto[beta=0.25]``), so that ``--merge`` checks issue 26's targets for both arms.
 """
 
 from __future__ import annotations
@@ -315,10 +317,15 @@ def _mean_slow(per_seed: Mapping[int, float]) -> float:
 
 
 def save_arm(
-    path: Path, trial: Trial, arm: str, recs: Mapping[str, RecordedSpace], budget: int
+    path: Path,
+    trial: Trial,
+    arm: str,
+    recs: Mapping[str, RecordedSpace],
+    budget: int,
+    name: str = "ktune:auto",
 ) -> None:
-    """``arm``'s runs as a ``search_efficiency.py --json`` part: strategy ``ktune:auto``, mode
-    none, every seed of the trial; no timings (a trial does not time its runs)."""
+    """``arm``'s runs as a ``search_efficiency.py --json`` part: strategy ``name``, mode none,
+    every seed of the trial; no timings (a trial does not time its runs)."""
     per: dict[Path, Runs] = {}
     seeds: list[int] = []
     for f, by_seed in trial.curves[arm].items():
@@ -329,7 +336,12 @@ def save_arm(
             seeds=seeds,
         )
     cost_ms = {Path(f): rec.median_measurement_ms for f, rec in recs.items()}
-    save_runs(path, Saved({"none": {"ktune:auto": per}}, cost_ms, len(seeds), budget))
+    save_runs(path, Saved({"none": {name: per}}, cost_ms, len(seeds), budget))
+
+
+def changed_name(settings: Mapping[str, Any]) -> str:
+    """The changed arm's strategy name in a part: ``ktune:auto[beta=0.25, ...]``."""
+    return "ktune:auto[" + ", ".join(f"{k}={v!r}" for k, v in settings.items()) + "]"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -347,6 +359,11 @@ def main(argv: list[str] | None = None) -> int:
         help="also write the 'as is' arm here as a search_efficiency.py --json part, for --merge",
     )
     parser.add_argument(
+        "--changed-part",
+        type=Path,
+        help="also write the changed arm here as a search_efficiency.py --json part, for --merge",
+    )
+    parser.add_argument(
         "--direct",
         action="store_true",
         help="the job's loop on the replay backend without the tuning log: the same proposals,"
@@ -360,8 +377,9 @@ def main(argv: list[str] | None = None) -> int:
         )
     if not args.settings:
         parser.error("nothing to compare: give at least one --set NAME=VALUE")
-    if args.part is not None and not args.part.parent.is_dir():
-        parser.error(f"--part: no directory {args.part.parent} to write {args.part.name} in")
+    for flag, out in (("--part", args.part), ("--changed-part", args.changed_part)):
+        if out is not None and not out.parent.is_dir():
+            parser.error(f"{flag}: no directory {out.parent} to write {out.name} in")
     try:
         settings = dict(parse_setting(s) for s in args.settings)
     except ValueError as exc:
@@ -388,6 +406,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.part is not None:
         save_arm(args.part, trial, "as is", recs, args.budget)
+    if args.changed_part is not None:
+        save_arm(args.changed_part, trial, "changed", recs, args.budget, changed_name(settings))
     return 0
 
 

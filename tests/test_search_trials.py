@@ -4,6 +4,7 @@ difference is what the two arms' runs say."""
 
 from __future__ import annotations
 
+import json
 import math
 from functools import cache
 from pathlib import Path
@@ -11,7 +12,6 @@ from types import ModuleType, SimpleNamespace
 
 import pytest
 
-from ktune.search_space.formats import load_recording
 from ktune.tuner.strategies.auto import AutoSearch
 from tests.scripts import load_script
 
@@ -87,20 +87,27 @@ def test_a_trial_runs_both_arms_through_the_job_path(capsys: pytest.CaptureFixtu
     assert "| slow |" in out
 
 
-def test_the_as_is_arm_merges_with_search_efficiency_parts(tmp_path: Path) -> None:
-    """``--part`` writes the "as is" arm in ``search_efficiency.py --json``'s format: merged
-    back, it is ``ktune:auto``'s runs on the trial's space, seed for seed."""
+def test_both_arms_merge_with_search_efficiency_parts(tmp_path: Path) -> None:
+    """``--part`` and ``--changed-part`` write the arms in ``search_efficiency.py --json``'s
+    format: merged back, they are ``ktune:auto``'s and ``ktune:auto[escape=False]``'s runs on
+    the trial's space, seed for seed."""
     st = _module()
     merge_saved = load_script(SCRIPT.with_name("search_efficiency.py")).merge_saved
-    recs = {str(PNPOLY): load_recording(PNPOLY)}
-    trial = st.run_trial(recs, [3, 4], {"escape": False}, 25, processes=1, direct=True)
-    part = tmp_path / "auto.json"
-    st.save_arm(part, trial, "as is", recs, 25)
-    merged = merge_saved([part])
-    runs = merged.results["none"]["ktune:auto"][PNPOLY]
-    assert merged.seeds == 2 and merged.budget == 25 and runs.seeds == [3, 4]
-    for seed, curve in zip(runs.seeds, runs.curves):
-        assert curve.tolist() == list(trial.curves["as is"][str(PNPOLY)][seed])
+    space = str(PNPOLY)
+    trial_argv = [space, "--set", "escape=False", "--seeds", "2", "--first-seed", "3"]
+    parts = [tmp_path / "auto.json", tmp_path / "changed.json"]
+    argv = [*trial_argv, "--budget", "25", "--processes", "1", "--direct", "--json"]
+    argv += [str(tmp_path / "trial.json"), "--part", str(parts[0])]
+    assert st.main([*argv, "--changed-part", str(parts[1])]) == 0
+    curves = json.loads((tmp_path / "trial.json").read_text())["runs"]
+    merged = merge_saved(parts)
+    assert merged.seeds == 2 and merged.budget == 25
+    for name, arm in (("ktune:auto", "as is"), ("ktune:auto[escape=False]", "changed")):
+        runs = merged.results["none"][name][PNPOLY]
+        assert runs.seeds == [3, 4]
+        for seed, curve in zip(runs.seeds, runs.curves):
+            assert curve.tolist() == curves[arm][space][str(seed)]
+    assert curves["as is"][space] != curves["changed"][space]
 
 
 def test_the_direct_path_proposes_what_the_job_path_measures(tmp_path: Path) -> None:
@@ -145,6 +152,10 @@ def test_bad_input_is_one_error_line(capsys: pytest.CaptureFixture[str]) -> None
         (["/no/such.json.gz", "--set", "escape=False"], "no such file"),
         ([str(PNPOLY), "--set", "escape=False", "--seeds", "1"], "--seeds must be"),
         ([str(PNPOLY), "--set", "escape=False", "--part", "/no/d/a"], "--part: no directory"),
+        (
+            [str(PNPOLY), "--set", "escape=False", "--changed-part", "/no/d/a"],
+            "--changed-part: no directory",
+        ),
     ]:
         with pytest.raises(SystemExit) as exit_info:
             st.main(argv)
