@@ -497,12 +497,20 @@ def print_table(
     seeds: int,
     budget: int,
 ) -> None:
-    """The tables of one mode; ``cost_ms``: each space's median measurement time."""
+    """The tables of one mode; ``cost_ms``: each space's median measurement time. The first
+    table's rows average over the spaces every strategy ran (merged parts may cover different
+    spaces), so that its rows compare; the per-space tables show every space."""
     spaces = sorted({f for per in table.values() for f in per}, key=str)
+    shared = [f for f in spaces if all(f in per for per in table.values())]
     print(
         f"\n### mode: {mode} ({len(spaces)} spaces, {seeds} seeds, "
         f"budget {budget}; replayed recordings)\n"
     )
+    if len(shared) < len(spaces):
+        print(
+            f"not every strategy ran every space: this first table is over the {len(shared)}"
+            f" spaces they all ran ({len(spaces) - len(shared)} left out of it)\n"
+        )
     cps = [k for k in CHECKPOINTS if k <= budget]
     print(
         "| strategy | "
@@ -512,9 +520,13 @@ def print_table(
         "job / measurement time (worst space) |"
     )
     print("|---|" + "---|" * (len(cps) + 7))
+    common = {name: {f: per[f] for f in shared} for name, per in table.items()}
     for name, per in sorted(
-        table.items(), key=lambda kv: statistics.mean(r.median_at(100) for r in kv[1].values())
+        common.items(),
+        key=lambda kv: statistics.mean([r.median_at(100) for r in kv[1].values()] or [0.0]),
     ):
+        if not per:
+            continue
         cells = [f"{statistics.mean(per[f].median_at(k) for f in per):.3f}" for k in cps]
         within = [r.within(100) for r in per.values()]
         within10 = [r.within(10) for r in per.values()]
@@ -528,7 +540,7 @@ def print_table(
             + cost_cells({f: r.job_ms_per_measurement for f, r in per.items()}, cost_ms)
             + " |"
         )
-    print_tails(table, spaces)
+    print_tails(table, spaces, shared)
     checks = target_checks(table, cost_ms) if budget >= 100 else []
     if checks:
         print("\nthe search targets of issue 26, checked on this run:\n")
@@ -678,10 +690,12 @@ def cost_cells(per: dict[Path, list[float]], cost_ms: dict[Path, float]) -> str:
     return f"{median:.1f} | {100 * worst:.2f}%"
 
 
-def print_tails(table: dict[str, dict[Path, Runs]], spaces: list[Path]) -> None:
+def print_tails(table: dict[str, dict[Path, Runs]], spaces: list[Path], shared: list[Path]) -> None:
     """Per space, the tail of each strategy: its worst run at 100, the run at the 10th
     percentile from the bottom (the 0.9 quantile of best/optimum) at 20 / 50 / 100, and the
-    fraction of runs within 5% by 100; random search's figures are exact."""
+    fraction of runs within 5% by 100; random search's figures are exact. Then, over the
+    ``shared`` spaces (those every strategy ran), each strategy's lowest fraction within 5%,
+    its mean, the mean 10th percentile at 100 and its worst run."""
     print(
         "\nper space, the tail: worst run @100 (its seed), 10th percentile (0.9 quantile of"
         " best/optimum) @20 / @50 / @100, within 5% by 100:\n"
@@ -702,16 +716,34 @@ def print_tails(table: dict[str, dict[Path, Runs]], spaces: list[Path]) -> None:
                 + " | ".join(f"{runs.quantile_at(k, 0.9):.3f}" for k in (20, 50, 100))
                 + f" | {runs.within(100):.2f} |"
             )
-    names = sorted(table)
-    print("\nover spaces: the lowest fraction within 5% by 100 on any space, and the mean:\n")
-    print("| strategy | lowest on a space (which) | mean over spaces |")
-    print("|---|---|---|")
-    for name in names:
-        per = table[name]
+    if not shared:
+        return
+    print(
+        f"\nover the {len(shared)} spaces every strategy ran: the lowest fraction within 5% by"
+        " 100 on a space, the mean fraction, the mean 10th percentile @100 and the worst run"
+        " @100:\n"
+    )
+    print(
+        "| strategy | lowest on a space (which) | mean over spaces | mean p10 @100 |"
+        " worst run @100 |"
+    )
+    print("|---|---|---|---|---|")
+    for name in sorted(table):
+        per = {f: table[name][f] for f in shared}
         worst_f = min(per, key=lambda f: per[f].within(100))
+        # a p10 among runs that found nothing valid (inf) comes back nan from interpolation
+        p10 = statistics.mean(
+            math.inf if math.isnan(q := r.quantile_at(100, 0.9)) else q for r in per.values()
+        )
+        worst = [(w, f) for f, r in per.items() if (w := r.worst_at(100)) is not None]
+        worst_cell = "-"
+        if worst:
+            f = max(worst)[1]
+            worst_cell = f"{per[f].worst_cell(100)} on {space_label(f)}"
         print(
             f"| {name} | {per[worst_f].within(100):.2f} ({space_label(worst_f)}) | "
-            f"{statistics.mean(r.within(100) for r in per.values()):.2f} |"
+            f"{statistics.mean(r.within(100) for r in per.values()):.2f} | {p10:.3f} |"
+            f" {worst_cell} |"
         )
 
 

@@ -135,6 +135,16 @@ def test_parts_saved_with_json_merge_into_the_tables_of_one_run(
     assert any("ktune:annealing" in line for line in merged)
     # the same part twice is the same runs, taken once
     assert tables(["--merge", *map(str, parts), str(parts[0])]) == whole
+    # parts over different spaces: the first table compares the strategies on the spaces they
+    # all ran (here a alone: annealing did not run b), and says so
+    assert se.main(["--merge", str(parts[0]), str(parts[1])]) == 0
+    uneven = capsys.readouterr().out
+    assert "this first table is over the 1 spaces they all ran (1 left out of it)" in uneven
+    assert "over the 1 spaces every strategy ran: the lowest fraction" in uneven
+    first = [ln for ln in tables(["--merge", str(parts[0])]) if ln.startswith("| ktune:random")]
+    main_rows = uneven.split("per space, the tail")[0].splitlines()
+    random_row = [ln for ln in main_rows if ln.startswith("| ktune:random")]
+    assert [" | ".join(ln.split(" | ")[:5]) for ln in random_row] == first[:1]
 
     other = part("b_other.json", str(b), "--strategies", "random", "--first-seed", "7")
     with pytest.raises(SystemExit) as exit_:
